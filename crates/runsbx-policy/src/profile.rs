@@ -1,0 +1,1 @@
+//! Default sandbox profiles used by `runsbx gen`. (Being written.)

@@ -1,0 +1,1 @@
+//! Landlock enforcement inside the container's init. (Being written.)

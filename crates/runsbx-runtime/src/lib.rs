@@ -1,0 +1,7 @@
+//! runsbx's runtime core: container lifecycle around libcontainer, the
+//! Executor that seals the workload just before exec, and the channel that
+//! brings init's errors back to the caller.
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod landlock;
+pub mod sys;

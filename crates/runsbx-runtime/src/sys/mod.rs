@@ -1,0 +1,3 @@
+//! Every raw syscall and `unsafe` block of runsbx lives under this module,
+//! one file per kernel interface.
+pub mod seccomp;

@@ -1,0 +1,1 @@
+//! Loading compiled seccomp programs. (Being written.)
