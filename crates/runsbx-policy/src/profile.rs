@@ -1,1 +1,390 @@
-//! Default sandbox profiles used by `runsbx gen`. (Being written.)
+//! Default sandbox profiles used by `runsbx gen` / `runsbx sandbox`.
+//!
+//! [`sandbox_seccomp`] is the seccomp allowlist for one untrusted program (Python 3 is
+//! the reference workload): file I/O on descriptors, memory, time, signals to itself,
+//! threads. Everything else gets EPERM; foreign arches and x32 are killed (see
+//! [`crate::seccomp`]). It is written as an ordinary OCI `linux.seccomp` value and
+//! compiled by the same path as any profile.
+//!
+//! What it denies and why, beyond "not needed":
+//! - `socket`: no new sockets (also covers MPTCP, UDP, raw, vsock, which Landlock's TCP
+//!   rules do not). `socketpair(AF_UNIX)` stays: it creates an anonymous connected pair
+//!   reachable by nothing else, and asyncio needs it for its self-pipe.
+//! - fork: `clone` only with the thread flags (CLONE_VM|CLONE_FS|CLONE_FILES|
+//!   CLONE_SIGHAND|CLONE_THREAD) and no namespace/vfork/ptrace/parent flags; `clone3`
+//!   gets ENOSYS (its flags are behind a pointer), so glibc falls back to `clone`.
+//! - no io_uring (it opens sockets and files without the syscalls filtered here), no
+//!   ptrace, mount, unshare/setns, keyring, bpf, perf_event_open, userfaultfd,
+//!   memfd_create, seccomp.
+//! - `ioctl` only TCGETS, TIOCGWINSZ, FIONREAD, FIONBIO, FIOCLEX, FIONCLEX, compared on
+//!   the 32 bits the kernel reads: never TIOCSTI, even with high bits set.
+//! - `fcntl` only descriptor and status-flag commands; `prctl` only name and read-only
+//!   queries; `prlimit64` only on pid 0 (itself); `kill` only pid 0 (own group).
+//!
+//! # exec
+//!
+//! The filter is loaded by the runtime immediately before its own `execve` of the
+//! workload, so `execve` must be allowed, and seccomp cannot tell that exec from a
+//! later one (it sees only registers; a pointer-value check is forgeable). Later execs
+//! are therefore not stopped by this profile, and the design does not rely on it:
+//! every layer survives exec (this filter, the Landlock domain, no_new_privs, the
+//! namespaces, rlimits), and no_new_privs makes setuid bits and file capabilities
+//! inert, so a second exec gains nothing the workload could not do by mapping a
+//! readable ELF itself. What can be executed is Landlock's job (EXECUTE granted only on
+//! the workload and its ELF interpreter). `execveat` (fd-based exec, e.g. of a memfd)
+//! is denied: the runtime does not use it.
+use libcontainer::oci_spec::runtime::{
+    Arch, LinuxSeccomp, LinuxSeccompAction, LinuxSeccompArg, LinuxSeccompArgBuilder,
+    LinuxSeccompOperator, LinuxSyscall,
+};
+
+/// Syscalls allowed whatever their arguments.
+const ALLOW: &[&str] = &[
+    // descriptors and files (paths are Landlock's business)
+    "read",
+    "write",
+    "pread64",
+    "pwrite64",
+    "readv",
+    "writev",
+    "preadv",
+    "pwritev",
+    "preadv2",
+    "pwritev2",
+    "open",
+    "openat",
+    "close",
+    "close_range",
+    "stat",
+    "fstat",
+    "lstat",
+    "newfstatat",
+    "statx",
+    "lseek",
+    "access",
+    "faccessat",
+    "faccessat2",
+    "getdents",
+    "getdents64",
+    "readlink",
+    "readlinkat",
+    "getcwd",
+    "chdir",
+    "fchdir",
+    "mkdir",
+    "mkdirat",
+    "rmdir",
+    "unlink",
+    "unlinkat",
+    "rename",
+    "renameat",
+    "renameat2",
+    "truncate",
+    "ftruncate",
+    "fsync",
+    "fdatasync",
+    "fallocate",
+    "fadvise64",
+    "chmod",
+    "fchmod",
+    "fchmodat",
+    "utimensat",
+    "umask",
+    "dup",
+    "dup2",
+    "dup3",
+    "pipe",
+    "pipe2",
+    "poll",
+    "ppoll",
+    "select",
+    "pselect6",
+    "epoll_create",
+    "epoll_create1",
+    "epoll_ctl",
+    "epoll_wait",
+    "epoll_pwait",
+    "epoll_pwait2",
+    "eventfd2",
+    "statfs",
+    "fstatfs",
+    "flock",
+    "sendfile",
+    "copy_file_range",
+    // on existing sockets only (socket() is denied)
+    "sendmsg",
+    "recvmsg",
+    "sendto",
+    "recvfrom",
+    "shutdown",
+    "getsockname",
+    "getpeername",
+    // memory
+    "brk",
+    "mmap",
+    "munmap",
+    "mremap",
+    "mprotect",
+    "madvise",
+    "msync",
+    "mincore",
+    "membarrier",
+    // time
+    "clock_gettime",
+    "clock_getres",
+    "clock_nanosleep",
+    "nanosleep",
+    "gettimeofday",
+    "time",
+    "times",
+    "getitimer",
+    "setitimer",
+    "alarm",
+    // signals
+    "rt_sigaction",
+    "rt_sigprocmask",
+    "rt_sigreturn",
+    "sigaltstack",
+    "rt_sigpending",
+    "rt_sigsuspend",
+    "rt_sigtimedwait",
+    "pause",
+    "tgkill",
+    "tkill",
+    // identity and process state (read-only)
+    "getpid",
+    "gettid",
+    "getppid",
+    "getuid",
+    "geteuid",
+    "getgid",
+    "getegid",
+    "getgroups",
+    "getresuid",
+    "getresgid",
+    "getpgrp",
+    "getpgid",
+    "getsid",
+    "uname",
+    "sysinfo",
+    "getrusage",
+    "getcpu",
+    "getpriority",
+    "getrlimit",
+    "setrlimit",
+    "getrandom",
+    "sched_getaffinity",
+    "sched_yield",
+    "sched_getparam",
+    "sched_getscheduler",
+    // threads and process lifetime
+    "futex",
+    "set_tid_address",
+    "set_robust_list",
+    "get_robust_list",
+    "rseq",
+    "exit",
+    "exit_group",
+    "restart_syscall",
+    // the runtime's own exec of the workload: see the module doc
+    "execve",
+];
+
+const TCGETS: u64 = 0x5401;
+const TIOCGWINSZ: u64 = 0x5413;
+const FIONREAD: u64 = 0x541b;
+const FIONBIO: u64 = 0x5421;
+const FIONCLEX: u64 = 0x5450;
+const FIOCLEX: u64 = 0x5451;
+const F_DUPFD: u64 = 0;
+const F_GETFD: u64 = 1;
+const F_SETFD: u64 = 2;
+const F_GETFL: u64 = 3;
+const F_SETFL: u64 = 4;
+const F_DUPFD_CLOEXEC: u64 = 1030;
+const PR_GET_DUMPABLE: u64 = 3;
+const PR_SET_NAME: u64 = 15;
+const PR_GET_NAME: u64 = 16;
+const PR_GET_SECCOMP: u64 = 21;
+const PR_GET_NO_NEW_PRIVS: u64 = 39;
+const ARCH_SET_FS: u64 = 0x1002;
+const ARCH_GET_FS: u64 = 0x1003;
+const AF_UNIX: u64 = 1;
+const CLONE_VM: u64 = 0x100;
+const CLONE_FS: u64 = 0x200;
+const CLONE_FILES: u64 = 0x400;
+const CLONE_SIGHAND: u64 = 0x800;
+const CLONE_PTRACE: u64 = 0x2000;
+const CLONE_VFORK: u64 = 0x4000;
+const CLONE_PARENT: u64 = 0x8000;
+const CLONE_THREAD: u64 = 0x1_0000;
+const CLONE_NEWNS: u64 = 0x2_0000;
+const CLONE_UNTRACED: u64 = 0x80_0000;
+const CLONE_NEWCGROUP: u64 = 0x200_0000;
+const CLONE_NEWUTS: u64 = 0x400_0000;
+const CLONE_NEWIPC: u64 = 0x800_0000;
+const CLONE_NEWUSER: u64 = 0x1000_0000;
+const CLONE_NEWPID: u64 = 0x2000_0000;
+const CLONE_NEWNET: u64 = 0x4000_0000;
+
+/// What `clone` must look like: a thread of this process, nothing more.
+const CLONE_THREAD_FLAGS: u64 = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD;
+const CLONE_CHECKED: u64 = CLONE_THREAD_FLAGS
+    | CLONE_PTRACE
+    | CLONE_VFORK
+    | CLONE_PARENT
+    | CLONE_NEWNS
+    | CLONE_UNTRACED
+    | CLONE_NEWCGROUP
+    | CLONE_NEWUTS
+    | CLONE_NEWIPC
+    | CLONE_NEWUSER
+    | CLONE_NEWPID
+    | CLONE_NEWNET;
+
+fn arg(
+    index: usize,
+    op: LinuxSeccompOperator,
+    value: u64,
+    value_two: Option<u64>,
+) -> LinuxSeccompArg {
+    let b = LinuxSeccompArgBuilder::default()
+        .index(index)
+        .op(op)
+        .value(value);
+    let b = match value_two {
+        Some(v) => b.value_two(v),
+        None => b,
+    };
+    b.build().expect("all fields set")
+}
+
+fn allow(names: &[&str], args: Vec<LinuxSeccompArg>) -> LinuxSyscall {
+    let mut s = LinuxSyscall::default();
+    s.set_names(names.iter().map(|n| n.to_string()).collect());
+    s.set_action(LinuxSeccompAction::ScmpActAllow);
+    if !args.is_empty() {
+        s.set_args(Some(args));
+    }
+    s
+}
+
+/// One ALLOW entry per accepted value of argument `index`.
+fn allow_values<'a>(
+    name: &'a str,
+    index: usize,
+    values: &'a [u64],
+) -> impl Iterator<Item = LinuxSyscall> + 'a {
+    values.iter().map(move |v| {
+        allow(
+            &[name],
+            vec![arg(index, LinuxSeccompOperator::ScmpCmpEq, *v, None)],
+        )
+    })
+}
+
+/// The default seccomp allowlist of `runsbx sandbox`.
+pub fn sandbox_seccomp() -> LinuxSeccomp {
+    let mut syscalls = vec![allow(ALLOW, Vec::new())];
+    syscalls.extend(allow_values(
+        "ioctl",
+        1,
+        &[TCGETS, TIOCGWINSZ, FIONREAD, FIONBIO, FIONCLEX, FIOCLEX],
+    ));
+    syscalls.extend(allow_values(
+        "fcntl",
+        1,
+        &[F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC],
+    ));
+    syscalls.extend(allow_values(
+        "prctl",
+        0,
+        &[
+            PR_GET_DUMPABLE,
+            PR_SET_NAME,
+            PR_GET_NAME,
+            PR_GET_SECCOMP,
+            PR_GET_NO_NEW_PRIVS,
+        ],
+    ));
+    syscalls.extend(allow_values("arch_prctl", 0, &[ARCH_SET_FS, ARCH_GET_FS]));
+    syscalls.extend(allow_values("prlimit64", 0, &[0]));
+    syscalls.extend(allow_values("kill", 0, &[0]));
+    syscalls.extend(allow_values("socketpair", 0, &[AF_UNIX]));
+    syscalls.push(allow(
+        &["clone"],
+        vec![arg(
+            0,
+            LinuxSeccompOperator::ScmpCmpMaskedEq,
+            CLONE_CHECKED,
+            Some(CLONE_THREAD_FLAGS),
+        )],
+    ));
+    let mut clone3 = LinuxSyscall::default();
+    clone3.set_names(vec!["clone3".into()]);
+    clone3.set_action(LinuxSeccompAction::ScmpActErrno);
+    clone3.set_errno_ret(Some(libc::ENOSYS as u32));
+    syscalls.push(clone3);
+
+    let mut p = LinuxSeccomp::default();
+    p.set_default_action(LinuxSeccompAction::ScmpActErrno);
+    p.set_default_errno_ret(Some(libc::EPERM as u32));
+    p.set_architectures(Some(vec![Arch::ScmpArchX86_64]));
+    p.set_syscalls(Some(syscalls));
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seccomp;
+
+    #[test]
+    fn sandbox_profile_compiles_and_names_only_known_syscalls() {
+        let prog = seccomp::compile(&sandbox_seccomp()).expect("sandbox profile compiles");
+        assert!(
+            prog.unknown_syscalls.is_empty(),
+            "{:?}",
+            prog.unknown_syscalls
+        );
+        assert_eq!(prog.filters.len(), 1);
+    }
+
+    #[test]
+    fn sandbox_profile_denies_the_dangerous_ones() {
+        let p = sandbox_seccomp();
+        let named: Vec<&str> = p
+            .syscalls()
+            .iter()
+            .flatten()
+            .filter(|s| s.action() == LinuxSeccompAction::ScmpActAllow)
+            .flat_map(|s| s.names().iter().map(String::as_str))
+            .collect();
+        for denied in [
+            "socket",
+            "ptrace",
+            "mount",
+            "umount2",
+            "unshare",
+            "setns",
+            "io_uring_setup",
+            "io_uring_enter",
+            "add_key",
+            "request_key",
+            "keyctl",
+            "bpf",
+            "perf_event_open",
+            "userfaultfd",
+            "execveat",
+            "fork",
+            "vfork",
+            "clone3",
+            "memfd_create",
+            "seccomp",
+            "process_vm_writev",
+            "pidfd_open",
+        ] {
+            assert!(!named.contains(&denied), "{denied} must not be allowed");
+        }
+    }
+}

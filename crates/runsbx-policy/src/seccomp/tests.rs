@@ -1,0 +1,483 @@
+//! Compiler tests: profiles in, programs run through a small classic-BPF interpreter
+//! that applies the kernel's rules (every filter runs, strongest action wins, the most
+//! recently installed wins ties). Loading into a real kernel is tested in
+//! `runsbx_runtime::sys::seccomp`.
+use super::*;
+
+const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
+const KILLP: u32 = libc::SECCOMP_RET_KILL_PROCESS;
+const KILLT: u32 = libc::SECCOMP_RET_KILL_THREAD;
+const TRAP: u32 = libc::SECCOMP_RET_TRAP;
+const LOG: u32 = libc::SECCOMP_RET_LOG;
+fn errno(e: i32) -> u32 {
+    libc::SECCOMP_RET_ERRNO | e as u32
+}
+
+/// A syscall as seccomp sees it.
+struct Call {
+    arch: u32,
+    nr: u32,
+    args: [u64; 6],
+}
+
+fn x64(name: &str, args: &[u64]) -> Call {
+    call(AUDIT_ARCH_X86_64, X86Arch::X86_64, name, args)
+}
+
+fn call(arch: u32, table: X86Arch, name: &str, args: &[u64]) -> Call {
+    let mut a = [0u64; 6];
+    a[..args.len()].copy_from_slice(args);
+    Call {
+        arch,
+        nr: table.resolve(name).unwrap_or_else(|| panic!("no {name}")),
+        args: a,
+    }
+}
+
+fn run_one(prog: &[sock_filter], c: &Call) -> u32 {
+    let load = |off: u32| -> u32 {
+        match off {
+            0 => c.nr,
+            4 => c.arch,
+            8 | 12 => 0,
+            o if (16..64).contains(&o) && o % 4 == 0 => {
+                let a = c.args[((o - 16) / 8) as usize];
+                if (o - 16) % 8 == 0 {
+                    a as u32
+                } else {
+                    (a >> 32) as u32
+                }
+            }
+            o => panic!("bad load offset {o}"),
+        }
+    };
+    let (mut acc, mut pc) = (0u32, 0usize);
+    loop {
+        let i = &prog[pc];
+        pc += 1;
+        match i.code {
+            0x20 => acc = load(i.k),
+            0x54 => acc &= i.k,
+            0x06 => return i.k,
+            0x05 => pc += i.k as usize,
+            0x15 | 0x25 | 0x35 | 0x45 => {
+                let t = match i.code {
+                    0x15 => acc == i.k,
+                    0x25 => acc > i.k,
+                    0x35 => acc >= i.k,
+                    _ => acc & i.k != 0,
+                };
+                pc += if t { i.jt } else { i.jf } as usize;
+            }
+            c => panic!("opcode {c:#x} not interpreted"),
+        }
+    }
+}
+
+fn run(p: &SeccompProgram, c: &Call) -> u32 {
+    let mut ret = ALLOW;
+    for f in p.filters.iter().rev() {
+        let r = run_one(f, c);
+        if precedence(r) < precedence(ret) {
+            ret = r;
+        }
+    }
+    ret
+}
+
+fn profile(json: &str) -> LinuxSeccomp {
+    serde_json::from_str(json).expect("test profile parses")
+}
+
+fn compile_json(json: &str) -> SeccompProgram {
+    compile(&profile(json)).expect("compiles")
+}
+
+fn err_json(json: &str) -> String {
+    compile(&profile(json)).unwrap_err().to_string()
+}
+
+#[test]
+fn each_action() {
+    let p = compile_json(
+        r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[
+        {"names":["getpid"],"action":"SCMP_ACT_ERRNO","errnoRet":13},
+        {"names":["getppid"],"action":"SCMP_ACT_ERRNO"},
+        {"names":["getuid"],"action":"SCMP_ACT_KILL"},
+        {"names":["getgid"],"action":"SCMP_ACT_KILL_THREAD"},
+        {"names":["geteuid"],"action":"SCMP_ACT_KILL_PROCESS"},
+        {"names":["getegid"],"action":"SCMP_ACT_TRAP"},
+        {"names":["gettid"],"action":"SCMP_ACT_TRACE","errnoRet":7},
+        {"names":["getpgrp"],"action":"SCMP_ACT_TRACE"},
+        {"names":["getsid"],"action":"SCMP_ACT_LOG"}]}"#,
+    );
+    let cases = [
+        ("getpid", errno(13)),
+        ("getppid", errno(libc::EPERM)),
+        ("getuid", KILLT),
+        ("getgid", KILLT),
+        ("geteuid", KILLP),
+        ("getegid", TRAP),
+        ("gettid", libc::SECCOMP_RET_TRACE | 7),
+        ("getpgrp", libc::SECCOMP_RET_TRACE | 1),
+        ("getsid", LOG),
+        ("read", ALLOW),
+    ];
+    for (name, want) in cases {
+        assert_eq!(run(&p, &x64(name, &[])), want, "{name}");
+    }
+}
+
+#[test]
+fn default_errno_and_default_kill() {
+    let p = compile_json(
+        r#"{"defaultAction":"SCMP_ACT_ERRNO","defaultErrnoRet":38,
+        "syscalls":[{"names":["read"],"action":"SCMP_ACT_ALLOW"}]}"#,
+    );
+    assert_eq!(run(&p, &x64("read", &[])), ALLOW);
+    assert_eq!(run(&p, &x64("write", &[])), errno(libc::ENOSYS));
+    let p = compile_json(r#"{"defaultAction":"SCMP_ACT_ERRNO"}"#);
+    assert_eq!(run(&p, &x64("write", &[])), errno(libc::EPERM));
+    let p = compile_json(
+        r#"{"defaultAction":"SCMP_ACT_KILL_PROCESS",
+        "syscalls":[{"names":["write"],"action":"SCMP_ACT_ERRNO","errnoRet":5}]}"#,
+    );
+    assert_eq!(run(&p, &x64("write", &[])), errno(5));
+    assert_eq!(run(&p, &x64("read", &[])), KILLP);
+}
+
+/// One rule per operator on ioctl's 64-bit third argument, and on 32-bit `cmd`.
+#[test]
+fn each_operator() {
+    let ops = [
+        (
+            "SCMP_CMP_EQ",
+            10u64,
+            [(10u64, true), (11, false), (10 | 1 << 32, false)],
+        ),
+        (
+            "SCMP_CMP_NE",
+            10,
+            [(10, false), (11, true), (10 | 1 << 32, true)],
+        ),
+        (
+            "SCMP_CMP_LT",
+            10,
+            [(9, true), (10, false), (1 << 32, false)],
+        ),
+        (
+            "SCMP_CMP_LE",
+            10,
+            [(10, true), (11, false), (1 << 32, false)],
+        ),
+        (
+            "SCMP_CMP_GT",
+            10,
+            [(11, true), (10, false), (1 << 32, true)],
+        ),
+        ("SCMP_CMP_GE", 10, [(10, true), (9, false), (1 << 32, true)]),
+    ];
+    for (op, v, cases) in ops {
+        let p = compile_json(&format!(
+            r#"{{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{{"names":["ioctl"],
+            "action":"SCMP_ACT_ERRNO","args":[{{"index":2,"value":{v},"op":"{op}"}}]}}]}}"#
+        ));
+        for (arg, matches) in cases {
+            let want = if matches { errno(libc::EPERM) } else { ALLOW };
+            assert_eq!(
+                run(&p, &x64("ioctl", &[0, 0, arg])),
+                want,
+                "{op} {v} vs {arg:#x}"
+            );
+        }
+    }
+}
+
+#[test]
+fn masked_eq_uses_value_as_mask_and_value_two_as_datum() {
+    // podman's clone rule: allowed unless a namespace flag is set.
+    let p = compile_json(
+        r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["clone"],
+        "action":"SCMP_ACT_ALLOW","args":[{"index":0,"value":2114060288,"valueTwo":0,"op":"SCMP_CMP_MASKED_EQ"}]}]}"#,
+    );
+    let thread_flags = 0x3d0f00u64;
+    assert_eq!(run(&p, &x64("clone", &[thread_flags])), ALLOW);
+    assert_eq!(
+        run(&p, &x64("clone", &[libc::CLONE_NEWUSER as u64])),
+        errno(libc::EPERM)
+    );
+    // High bits are dropped by the kernel (lower_32_bits), and ignored here too.
+    assert_eq!(run(&p, &x64("clone", &[thread_flags | 1 << 40])), ALLOW);
+    let p = compile_json(
+        r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["mmap"],
+        "action":"SCMP_ACT_ERRNO","args":[{"index":2,"value":4,"valueTwo":4,"op":"SCMP_CMP_MASKED_EQ"}]}]}"#,
+    );
+    assert_eq!(run(&p, &x64("mmap", &[0, 0, 7])), errno(libc::EPERM));
+    assert_eq!(run(&p, &x64("mmap", &[0, 0, 3])), ALLOW);
+}
+
+#[test]
+fn tiocsti_with_high_bits_matches_a_rule_on_tiocsti() {
+    let p = compile_json(
+        r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["ioctl"],
+        "action":"SCMP_ACT_ERRNO","args":[{"index":1,"value":21522,"op":"SCMP_CMP_EQ"}]}]}"#,
+    );
+    let tiocsti = libc::TIOCSTI;
+    assert_eq!(run(&p, &x64("ioctl", &[0, tiocsti])), errno(libc::EPERM));
+    assert_eq!(
+        run(&p, &x64("ioctl", &[0, tiocsti | 1 << 32])),
+        errno(libc::EPERM)
+    );
+    assert_eq!(run(&p, &x64("ioctl", &[0, libc::TCGETS])), ALLOW);
+}
+
+#[test]
+fn several_conditions_are_anded_even_on_one_argument() {
+    let p = compile_json(
+        r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["lseek"],"action":"SCMP_ACT_ALLOW",
+        "args":[{"index":2,"value":1,"op":"SCMP_CMP_GE"},{"index":2,"value":2,"op":"SCMP_CMP_LE"},
+                {"index":0,"value":3,"op":"SCMP_CMP_EQ"}]}]}"#,
+    );
+    assert_eq!(run(&p, &x64("lseek", &[3, 0, 1])), ALLOW);
+    assert_eq!(run(&p, &x64("lseek", &[3, 0, 2])), ALLOW);
+    assert_eq!(run(&p, &x64("lseek", &[3, 0, 0])), errno(libc::EPERM));
+    assert_eq!(run(&p, &x64("lseek", &[4, 0, 1])), errno(libc::EPERM));
+}
+
+#[test]
+fn several_entries_for_one_syscall() {
+    // podman's socket rules: AF_VSOCK gets EINVAL, everything else is allowed.
+    let p = compile_json(
+        r#"{"defaultAction":"SCMP_ACT_ERRNO","defaultErrnoRet":38,"syscalls":[
+        {"names":["socket"],"action":"SCMP_ACT_ERRNO","errnoRet":22,"args":[{"index":0,"value":40,"op":"SCMP_CMP_EQ"}]},
+        {"names":["socket"],"action":"SCMP_ACT_ALLOW","args":[{"index":0,"value":40,"op":"SCMP_CMP_NE"}]},
+        {"names":["personality"],"action":"SCMP_ACT_ALLOW","args":[{"index":0,"value":0,"op":"SCMP_CMP_EQ"}]},
+        {"names":["personality"],"action":"SCMP_ACT_ALLOW","args":[{"index":0,"value":8,"op":"SCMP_CMP_EQ"}]}]}"#,
+    );
+    assert_eq!(run(&p, &x64("socket", &[40])), errno(libc::EINVAL));
+    assert_eq!(run(&p, &x64("socket", &[1])), ALLOW);
+    assert_eq!(run(&p, &x64("personality", &[0])), ALLOW);
+    assert_eq!(run(&p, &x64("personality", &[8])), ALLOW);
+    assert_eq!(run(&p, &x64("personality", &[1])), errno(libc::ENOSYS));
+}
+
+#[test]
+fn overlapping_rules_strongest_wins_then_first_errno() {
+    let p = compile_json(
+        r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[
+        {"names":["kill"],"action":"SCMP_ACT_ERRNO","errnoRet":1,"args":[{"index":1,"value":9,"op":"SCMP_CMP_EQ"}]},
+        {"names":["kill"],"action":"SCMP_ACT_ERRNO","errnoRet":2,"args":[{"index":0,"value":1,"op":"SCMP_CMP_EQ"}]},
+        {"names":["kill"],"action":"SCMP_ACT_KILL_PROCESS","args":[{"index":1,"value":11,"op":"SCMP_CMP_EQ"}]}]}"#,
+    );
+    assert_eq!(run(&p, &x64("kill", &[1, 9])), errno(1));
+    assert_eq!(run(&p, &x64("kill", &[1, 15])), errno(2));
+    assert_eq!(run(&p, &x64("kill", &[1, 11])), KILLP);
+    assert_eq!(run(&p, &x64("kill", &[2, 15])), ALLOW);
+}
+
+#[test]
+fn first_unconditional_rule_decides_and_default_equal_rules_are_dropped() {
+    let p = compile_json(
+        r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[
+        {"names":["dup"],"action":"SCMP_ACT_ERRNO"},
+        {"names":["dup"],"action":"SCMP_ACT_ALLOW","args":[{"index":0,"value":1,"op":"SCMP_CMP_EQ"}]},
+        {"names":["dup2"],"action":"SCMP_ACT_TRAP"},
+        {"names":["dup2"],"action":"SCMP_ACT_KILL_PROCESS","args":[{"index":0,"value":1,"op":"SCMP_CMP_EQ"}]},
+        {"names":["dup2"],"action":"SCMP_ACT_ALLOW"}]}"#,
+    );
+    // The ERRNO(EPERM) rule equals the default and is dropped (runc), so the ALLOW rule counts.
+    assert_eq!(run(&p, &x64("dup", &[1])), ALLOW);
+    assert_eq!(run(&p, &x64("dup", &[2])), errno(libc::EPERM));
+    assert_eq!(run(&p, &x64("dup2", &[1])), TRAP);
+    assert_eq!(run(&p, &x64("dup2", &[2])), TRAP);
+}
+
+#[test]
+fn arches() {
+    let i386 = |name: &str| call(AUDIT_ARCH_I386, X86Arch::I386, name, &[]);
+    let x32 = |name: &str| call(AUDIT_ARCH_X86_64, X86Arch::X32, name, &[]);
+    let aarch64 = Call {
+        arch: 0xc000_00b7,
+        nr: 63,
+        args: [0; 6],
+    };
+    let rules = r#""syscalls":[{"names":["getpid","read"],"action":"SCMP_ACT_ALLOW"}]"#;
+    let native = compile_json(&format!(r#"{{"defaultAction":"SCMP_ACT_ERRNO",{rules}}}"#));
+    assert_eq!(run(&native, &x64("getpid", &[])), ALLOW);
+    assert_eq!(run(&native, &i386("getpid")), KILLP);
+    assert_eq!(run(&native, &x32("getpid")), KILLP);
+    assert_eq!(run(&native, &aarch64), KILLP);
+    let all = compile_json(&format!(
+        r#"{{"defaultAction":"SCMP_ACT_ERRNO","architectures":["SCMP_ARCH_X86_64","SCMP_ARCH_X86","SCMP_ARCH_X32","SCMP_ARCH_AARCH64"],{rules}}}"#
+    ));
+    {
+        let prog = &all;
+        assert_eq!(run(prog, &i386("getpid")), ALLOW);
+        assert_eq!(run(prog, &x32("getpid")), ALLOW);
+        assert_eq!(run(prog, &i386("write")), errno(libc::EPERM));
+        // Newer than any named syscall of that arch: the ENOSYS stub.
+        assert_eq!(run(prog, &i386("getppid")), errno(libc::ENOSYS));
+        assert_eq!(run(prog, &x32("write")), errno(libc::EPERM));
+        assert_eq!(run(prog, &aarch64), KILLP);
+    }
+    // i386 compares 32 bits: a 64-bit value is truncated, as libseccomp does.
+    let p = compile_json(
+        r#"{"defaultAction":"SCMP_ACT_ALLOW","architectures":["SCMP_ARCH_X86"],"syscalls":[{"names":["ioctl"],
+        "action":"SCMP_ACT_ERRNO","args":[{"index":1,"value":21522,"op":"SCMP_CMP_EQ"}]}]}"#,
+    );
+    assert_eq!(
+        run(
+            &p,
+            &call(AUDIT_ARCH_I386, X86Arch::I386, "ioctl", &[0, 21522])
+        ),
+        errno(libc::EPERM)
+    );
+}
+
+#[test]
+fn clone3_gets_enosys_when_the_profile_does_not_name_it() {
+    let json = r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[
+        {"names":["faccessat2","read"],"action":"SCMP_ACT_ALLOW"},
+        {"names":["clone"],"action":"SCMP_ACT_ALLOW","args":[{"index":0,"value":65536,"valueTwo":65536,"op":"SCMP_CMP_MASKED_EQ"}]}]}"#;
+    let p = compile_json(json);
+    assert_eq!(run(&p, &x64("clone3", &[])), errno(libc::ENOSYS));
+    // Older than faccessat2 (439) and not named: the default, as runc.
+    assert_eq!(run(&p, &x64("pidfd_open", &[])), errno(libc::EPERM));
+    // Newer than anything named: runc's ENOSYS stub.
+    assert_eq!(run(&p, &x64("epoll_pwait2", &[])), errno(libc::ENOSYS));
+    // Named: the profile decides.
+    let p = compile_json(
+        r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["clone3"],"action":"SCMP_ACT_ERRNO","errnoRet":1}]}"#,
+    );
+    assert_eq!(run(&p, &x64("clone3", &[])), errno(libc::EPERM));
+    // Permissive default: nothing added.
+    let p = compile_json(r#"{"defaultAction":"SCMP_ACT_ALLOW"}"#);
+    assert_eq!(run(&p, &x64("clone3", &[])), ALLOW);
+}
+
+#[test]
+fn enosys_stub_covers_syscalls_newer_than_the_profile() {
+    let p = compile_json(
+        r#"{"defaultAction":"SCMP_ACT_KILL_PROCESS","syscalls":[{"names":["read"],"action":"SCMP_ACT_ALLOW"}]}"#,
+    );
+    assert_eq!(run(&p, &x64("write", &[])), errno(libc::ENOSYS));
+    assert_eq!(run(&p, &x64("read", &[])), ALLOW);
+}
+
+#[test]
+fn unknown_names_are_skipped_and_reported() {
+    let p = compile_json(
+        r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["read","arm_fadvise64_64","no_such_call"],"action":"SCMP_ACT_ALLOW"}]}"#,
+    );
+    assert_eq!(p.unknown_syscalls, ["arm_fadvise64_64", "no_such_call"]);
+    assert_eq!(run(&p, &x64("read", &[])), ALLOW);
+}
+
+#[test]
+fn flags() {
+    let p = compile_json(
+        r#"{"defaultAction":"SCMP_ACT_ALLOW","flags":["SECCOMP_FILTER_FLAG_LOG","SECCOMP_FILTER_FLAG_SPEC_ALLOW","SECCOMP_FILTER_FLAG_TSYNC"]}"#,
+    );
+    assert_eq!(
+        p.flags,
+        libc::SECCOMP_FILTER_FLAG_LOG as u32
+            | libc::SECCOMP_FILTER_FLAG_SPEC_ALLOW as u32
+            | libc::SECCOMP_FILTER_FLAG_TSYNC as u32
+    );
+}
+
+#[test]
+fn bad_input_is_refused_with_the_field() {
+    let cases = [
+        (
+            r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["read"],"action":"SCMP_ACT_ERRNO"},{"names":["ioctl"],"action":"SCMP_ACT_ERRNO","args":[{"index":6,"value":1,"op":"SCMP_CMP_EQ"}]}]}"#,
+            "linux.seccomp: syscalls[1].args[0].index: 6 is out of range (0-5)",
+        ),
+        (
+            r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["read"],"action":"SCMP_ACT_NOTIFY"}]}"#,
+            "linux.seccomp: syscalls[0].action: SCMP_ACT_NOTIFY needs a seccomp agent, which runsbx does not support",
+        ),
+        (
+            r#"{"defaultAction":"SCMP_ACT_NOTIFY"}"#,
+            "linux.seccomp: defaultAction: SCMP_ACT_NOTIFY needs a seccomp agent, which runsbx does not support",
+        ),
+        (
+            r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":[],"action":"SCMP_ACT_ERRNO"}]}"#,
+            "linux.seccomp: syscalls[0]: names is empty",
+        ),
+        (
+            r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["read",""],"action":"SCMP_ACT_ERRNO"}]}"#,
+            "linux.seccomp: syscalls[0].names[1]: is an empty string",
+        ),
+        (
+            r#"{"defaultAction":"SCMP_ACT_ERRNO","defaultErrnoRet":70000}"#,
+            "linux.seccomp: defaultAction: errno 70000 is out of range (0-4095)",
+        ),
+        (
+            r#"{"defaultAction":"SCMP_ACT_ALLOW","listenerPath":"/run/agent.sock"}"#,
+            "linux.seccomp: listenerPath: seccomp agents (SCMP_ACT_NOTIFY) are not supported by runsbx",
+        ),
+        (
+            r#"{"defaultAction":"SCMP_ACT_ALLOW","flags":["SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV"]}"#,
+            "linux.seccomp: flags[0]: SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV only applies to SCMP_ACT_NOTIFY, which runsbx does not support",
+        ),
+    ];
+    for (json, want) in cases {
+        assert_eq!(err_json(json), want);
+    }
+    // Unknown actions and operators never reach compile(): serde refuses them.
+    assert!(serde_json::from_str::<LinuxSeccomp>(r#"{"defaultAction":"SCMP_ACT_BOGUS"}"#).is_err());
+}
+
+#[test]
+fn too_large_is_refused() {
+    let names: Vec<String> = tables::X86_64
+        .iter()
+        .map(|(n, _)| format!("\"{n}\""))
+        .collect();
+    let args: Vec<String> = (0..40)
+        .map(|v| format!(r#"{{"index":0,"value":{v},"op":"SCMP_CMP_EQ"}}"#))
+        .collect();
+    let entries: Vec<String> = args
+        .iter()
+        .map(|a| {
+            format!(
+                r#"{{"names":[{}],"action":"SCMP_ACT_ALLOW","args":[{a}]}}"#,
+                names.join(",")
+            )
+        })
+        .collect();
+    let json = format!(
+        r#"{{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{}]}}"#,
+        entries.join(",")
+    );
+    assert!(matches!(
+        compile(&profile(&json)),
+        Err(SeccompError::TooLarge(_))
+    ));
+}
+
+#[test]
+fn features_match_what_compile_accepts() {
+    let f = features();
+    for a in &f.actions {
+        let j = format!(
+            r#"{{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{{"names":["read"],"action":"{a}"}}]}}"#
+        );
+        assert!(compile(&profile(&j)).is_ok(), "{a}");
+    }
+    for o in &f.operators {
+        let j = format!(
+            r#"{{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{{"names":["read"],"action":"SCMP_ACT_LOG","args":[{{"index":0,"value":1,"op":"{o}"}}]}}]}}"#
+        );
+        assert!(compile(&profile(&j)).is_ok(), "{o}");
+    }
+    for a in &f.archs {
+        let j = format!(r#"{{"defaultAction":"SCMP_ACT_ALLOW","architectures":["{a}"]}}"#);
+        assert!(compile(&profile(&j)).is_ok(), "{a}");
+    }
+    for fl in &f.flags {
+        let j = format!(r#"{{"defaultAction":"SCMP_ACT_ALLOW","flags":["{fl}"]}}"#);
+        assert!(compile(&profile(&j)).is_ok(), "{fl}");
+    }
+}
