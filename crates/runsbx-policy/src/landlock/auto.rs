@@ -1,0 +1,314 @@
+//! Policies runsbx writes itself: the operator's `auto` policy, derived from a
+//! spec's own mounts, and the `runsbx gen` sandbox policy.
+//!
+//! `auto` mirrors what the mounts already say (read-only stays read-only,
+//! read-write stays read-write) so that podman and containerd containers run
+//! under Landlock unchanged. What it adds over the mount flags: with a
+//! read-only root, nothing outside the read-write mounts can be created,
+//! removed, renamed or linked, even where a mount flag would allow it (a
+//! remount is the classic way around those); no device ioctls outside `/dev`
+//! mounts and listed devices; and where the spec shares the host's pid or
+//! network namespace, the signal or abstract-socket scope. It cannot take
+//! rights away from a path beneath a wider rule (Landlock unions grants down
+//! the tree: a `noexec` mount under a read-only root still gets `execute`
+//! from `/`), so with a read-write root it restricts little on the
+//! filesystem: the mount flags and masked paths keep doing that job.
+use std::collections::BTreeSet;
+use std::path::{Component, Path, PathBuf};
+use std::str::FromStr;
+
+use libcontainer::oci_spec::runtime::{LinuxNamespaceType, Spec};
+
+use super::{FsRight, LandlockError, LandlockPolicy, NetRight, PathBeneathRule, ScopeRight};
+
+/// The ABI whose filesystem rights `auto` and `sandbox` handle: 5, the first
+/// with `ioctl_dev`. Later ABIs add no filesystem right runsbx relies on
+/// (`resolve_unix` is left to seccomp, which denies `socket` in the sandbox).
+const FS_ABI: u8 = 5;
+
+/// The devices libcontainer creates in every container (its `default_devices`),
+/// so a rule naming them cannot fail on a missing path.
+const DEFAULT_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+];
+
+fn handled_fs() -> BTreeSet<FsRight> {
+    FsRight::up_to_abi(FS_ABI).collect()
+}
+
+fn set<T: Ord + Copy>(items: &[T]) -> BTreeSet<T> {
+    items.iter().copied().collect()
+}
+
+fn read_exec() -> BTreeSet<FsRight> {
+    set(&[FsRight::Execute, FsRight::ReadFile, FsRight::ReadDir])
+}
+
+/// The operator's default policy for `spec`, before any policy of the bundle:
+///
+/// | what | rights |
+/// |---|---|
+/// | `/`, `root.readonly: true` | read, execute |
+/// | `/`, otherwise | all (ABI 5 set) |
+/// | mount with `ro` | read, execute (no execute with `noexec`) |
+/// | mount without `ro` | all (no execute with `noexec`) |
+/// | `proc` mount | read, `write_file` (`/proc/self/...` knobs); read only with `ro` |
+/// | `sysfs`, `cgroup`, `cgroup2` mount | read; with `rw`, also `write_file`, `truncate`, `make_dir`, `remove_dir` (cgroup delegation) |
+/// | `/dev/{null,zero,full,random,urandom}` | read, `write_file` |
+/// | `/dev/tty`, `linux.devices[]` | read, `write_file`, `ioctl_dev` |
+///
+/// Handled: every filesystem right up to ABI 5; no network right (the
+/// network namespace is the spec's business). Scopes: `signal` when the
+/// spec has no pid namespace, `abstract_unix_socket` when it has no network
+/// namespace (a namespace joined by path counts as present). Not best effort.
+///
+/// A later mount of the same destination replaces an earlier one's rights, as
+/// the later mount hides the earlier. Mount destinations with `..` get no rule.
+pub fn auto(spec: &Spec) -> LandlockPolicy {
+    let all = handled_fs();
+    let mut grants: Vec<(PathBuf, BTreeSet<FsRight>)> = Vec::new();
+    let mut grant = |path: PathBuf, rights: BTreeSet<FsRight>| {
+        grants.retain(|(p, _)| *p != path);
+        grants.push((path, rights));
+    };
+
+    let root_ro = spec
+        .root()
+        .as_ref()
+        .and_then(|r| r.readonly())
+        .unwrap_or(false);
+    grant(
+        PathBuf::from("/"),
+        if root_ro { read_exec() } else { all.clone() },
+    );
+
+    for mount in spec.mounts().iter().flatten() {
+        let Some(dest) = container_path(mount.destination()) else {
+            continue;
+        };
+        let options = mount.options().as_deref().unwrap_or_default();
+        let ro = last_of(options, "ro", "rw").unwrap_or(false);
+        let noexec = last_of(options, "noexec", "exec").unwrap_or(false);
+        let read = set(&[FsRight::ReadFile, FsRight::ReadDir]);
+        let mut rights = match mount.typ().as_deref() {
+            Some("proc") if ro => read,
+            Some("proc") => &read | &set(&[FsRight::WriteFile]),
+            Some("sysfs" | "cgroup" | "cgroup2") if ro => read,
+            Some("sysfs" | "cgroup" | "cgroup2") => {
+                let write = [
+                    FsRight::WriteFile,
+                    FsRight::Truncate,
+                    FsRight::MakeDir,
+                    FsRight::RemoveDir,
+                ];
+                &read | &set(&write)
+            }
+            _ if ro => read_exec(),
+            _ => all.clone(),
+        };
+        if noexec {
+            rights.remove(&FsRight::Execute);
+        }
+        grant(dest, rights);
+    }
+
+    let rw_dev = set(&[FsRight::ReadFile, FsRight::WriteFile]);
+    let tty = set(&[FsRight::ReadFile, FsRight::WriteFile, FsRight::IoctlDev]);
+    for dev in DEFAULT_DEVICES {
+        grant(
+            PathBuf::from(dev),
+            if *dev == "/dev/tty" {
+                tty.clone()
+            } else {
+                rw_dev.clone()
+            },
+        );
+    }
+    let devices = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.devices().clone())
+        .unwrap_or_default();
+    for dev in &devices {
+        if let Some(path) = container_path(dev.path()) {
+            grant(path, tty.clone());
+        }
+    }
+
+    let namespaces = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.namespaces().clone())
+        .unwrap_or_default();
+    let has_ns = |kind: LinuxNamespaceType| namespaces.iter().any(|n| n.typ() == kind);
+    let mut scoped = BTreeSet::new();
+    if !has_ns(LinuxNamespaceType::Pid) {
+        scoped.insert(ScopeRight::Signal);
+    }
+    if !has_ns(LinuxNamespaceType::Network) {
+        scoped.insert(ScopeRight::AbstractUnixSocket);
+    }
+
+    LandlockPolicy {
+        handled_fs: all,
+        handled_net: BTreeSet::new(),
+        scoped,
+        path_beneath: group(grants),
+        net_port: Vec::new(),
+        best_effort: false,
+    }
+}
+
+/// Which of two opposite mount options comes last, if either appears.
+fn last_of(options: &[String], yes: &str, no: &str) -> Option<bool> {
+    options.iter().rev().find_map(|o| match o.as_str() {
+        o if o == yes => Some(true),
+        o if o == no => Some(false),
+        _ => None,
+    })
+}
+
+/// A spec path as an absolute container path: relative destinations are
+/// taken from `/` as libcontainer does; `.` is dropped; `..` refuses.
+fn container_path(path: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            Component::Normal(part) => out.push(part),
+            Component::RootDir | Component::CurDir => {}
+            Component::ParentDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(out)
+}
+
+/// One rule per distinct set of rights, in first-seen order.
+fn group(grants: Vec<(PathBuf, BTreeSet<FsRight>)>) -> Vec<PathBeneathRule> {
+    let mut rules: Vec<PathBeneathRule> = Vec::new();
+    for (path, allowed) in grants {
+        match rules.iter_mut().find(|r| r.allowed == allowed) {
+            Some(rule) => rule.paths.push(path),
+            None => rules.push(PathBeneathRule {
+                allowed,
+                paths: vec![path],
+            }),
+        }
+    }
+    rules
+}
+
+impl LandlockPolicy {
+    /// The policy `runsbx gen` writes: `read_exec` paths readable and
+    /// executable, `read_write` paths readable and writable but not
+    /// executable (with seccomp denying exec anyway, nothing the workload
+    /// writes should run), `/dev/null` writable, `/dev/{zero,full,random,urandom}`
+    /// readable, every TCP bind and connect denied, abstract unix sockets and
+    /// signals scoped to the sandbox. Requires ABI 6; not best effort.
+    ///
+    /// Paths must be absolute ([`LandlockPolicy::validate`] checks). A
+    /// `read_write` path above a `read_exec` one widens it: see
+    /// [`LandlockPolicy::widened`].
+    pub fn sandbox(read_exec_paths: &[PathBuf], read_write_paths: &[PathBuf]) -> Self {
+        use FsRight::*;
+        let rw: BTreeSet<FsRight> = [
+            ReadFile, ReadDir, WriteFile, Truncate, RemoveDir, RemoveFile,
+        ]
+        .into_iter()
+        .chain([MakeDir, MakeReg, MakeSym, MakeSock, MakeFifo, Refer])
+        .collect();
+        let mut grants = Vec::new();
+        grants.extend(read_exec_paths.iter().map(|p| (p.clone(), read_exec())));
+        grants.extend(read_write_paths.iter().map(|p| (p.clone(), rw.clone())));
+        grants.push((PathBuf::from("/dev/null"), set(&[ReadFile, WriteFile])));
+        for dev in ["/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"] {
+            grants.push((PathBuf::from(dev), set(&[ReadFile])));
+        }
+        LandlockPolicy {
+            handled_fs: handled_fs(),
+            handled_net: set(&[NetRight::BindTcp, NetRight::ConnectTcp]),
+            scoped: set(&[ScopeRight::AbstractUnixSocket, ScopeRight::Signal]),
+            path_beneath: group(grants),
+            net_port: Vec::new(),
+            best_effort: false,
+        }
+    }
+}
+
+/// The operator's Landlock setting, applied to every container whatever its
+/// bundle says.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum LandlockDefault {
+    /// No operator layer: only a policy from the bundle is enforced.
+    #[default]
+    Off,
+    /// [`auto`] derived from each container's spec; `best_effort` relaxes
+    /// the ABI 5 requirement on older kernels (spelt `auto-best-effort`).
+    Auto { best_effort: bool },
+    /// A fixed policy for every container.
+    Policy(LandlockPolicy),
+}
+
+impl LandlockDefault {
+    /// The policies to enforce for a container, in order: the operator's layer,
+    /// then the bundle's. Each becomes its own Landlock layer, and layers only
+    /// intersect, so a bundle can narrow the operator's policy but never widen it.
+    pub fn layers(&self, spec: &Spec, bundle: Option<LandlockPolicy>) -> Vec<LandlockPolicy> {
+        let operator = match self {
+            LandlockDefault::Off => None,
+            LandlockDefault::Auto { best_effort } => Some(LandlockPolicy {
+                best_effort: *best_effort,
+                ..auto(spec)
+            }),
+            LandlockDefault::Policy(p) => Some(p.clone()),
+        };
+        operator.into_iter().chain(bundle).collect()
+    }
+
+    /// Reads the setting from a config-file value: `"off"`, `"auto"`,
+    /// `"auto-best-effort"`, or a policy object (the `process.landlock` form).
+    /// `field` names the value in errors.
+    pub fn from_json(value: &serde_json::Value, field: &str) -> Result<Self, LandlockError> {
+        match value {
+            serde_json::Value::String(word) => Self::from_word(word, field),
+            serde_json::Value::Object(_) => Ok(LandlockDefault::Policy(LandlockPolicy::from_json(
+                value, field,
+            )?)),
+            _ => Err(LandlockError::invalid(
+                field,
+                "expected \"off\", \"auto\", \"auto-best-effort\" or a policy object",
+            )),
+        }
+    }
+
+    fn from_word(word: &str, field: &str) -> Result<Self, LandlockError> {
+        match word {
+            "off" => Ok(LandlockDefault::Off),
+            "auto" => Ok(LandlockDefault::Auto { best_effort: false }),
+            "auto-best-effort" => Ok(LandlockDefault::Auto { best_effort: true }),
+            other => Err(LandlockError::invalid(
+                field,
+                format!("unknown setting \"{}\" (expected off, auto, auto-best-effort or a JSON policy)", other.escape_default()),
+            )),
+        }
+    }
+}
+
+/// Parses a flag value: `off`, `auto`, `auto-best-effort`, or a JSON policy
+/// object (text starting with `{`). Errors name the field `--landlock`.
+impl FromStr for LandlockDefault {
+    type Err = LandlockError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        const FIELD: &str = "--landlock";
+        if text.trim_start().starts_with('{') {
+            let value: serde_json::Value = serde_json::from_str(text)
+                .map_err(|e| LandlockError::invalid(FIELD, format!("not JSON: {e}")))?;
+            return Self::from_json(&value, FIELD);
+        }
+        Self::from_word(text, FIELD)
+    }
+}
