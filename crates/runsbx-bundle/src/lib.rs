@@ -1,1 +1,30 @@
+//! Sandbox bundle generation for `runsbx gen` and `runsbx sandbox`.
+//!
+//! Two steps, kept apart so that the second is pure and testable:
+//! - [`discover`] reads the host: the command's real path, its loader and
+//!   libraries, a script's interpreter, a Python's `sys.path`, `--ro` paths.
+//! - [`generate`] turns those facts and the options (workdir, environment,
+//!   ids, rlimits, the seccomp and Landlock policies as JSON values) into a
+//!   `config.json`; [`write_bundle`] puts it on disk next to an empty rootfs.
+//!
+//! The seccomp profile and Landlock policy are inputs: this crate inserts them
+//! verbatim and enforces neither.
 #![forbid(unsafe_code)]
+
+mod bundle;
+pub mod discover;
+mod elf;
+mod env;
+mod error;
+pub mod generate;
+mod ldcache;
+mod paths;
+
+pub use bundle::write_bundle;
+pub use discover::{discover, discover_in, Discovery, PythonInfo};
+pub use env::{parse_env_flag, scrub_env, DEFAULT_PATH, ENV_ALLOWLIST};
+pub use error::BundleError;
+pub use generate::{
+    generate, host_ids, merge_rlimits, rlimit_name, validate_workdir, GenerateOptions,
+    DEFAULT_RLIMITS, NOBODY,
+};

@@ -1,0 +1,80 @@
+//! Writing a generated bundle to disk.
+
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::error::BundleError;
+use crate::generate::ROOTFS;
+
+/// Creates `dir` (or uses it when it exists and is empty), an empty
+/// `dir/rootfs` (0755) and `dir/config.json` (0644). Refuses a non-empty
+/// directory rather than mixing a new config with old files.
+pub fn write_bundle(dir: &Path, config: &Value) -> Result<(), BundleError> {
+    let bad = |reason: String| BundleError::Bundle {
+        path: dir.to_path_buf(),
+        reason,
+    };
+    match std::fs::read_dir(dir) {
+        Ok(mut rd) => {
+            if rd.next().is_some() {
+                return Err(bad("exists and is not empty".into()));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o755)
+                .create(dir)
+                .map_err(|e| bad(e.to_string()))?;
+        }
+        Err(e) => return Err(bad(e.to_string())),
+    }
+    std::fs::DirBuilder::new()
+        .mode(0o755)
+        .create(dir.join(ROOTFS))
+        .map_err(|e| bad(format!("{ROOTFS}: {e}")))?;
+    let mut text = serde_json::to_vec_pretty(config).map_err(|e| bad(e.to_string()))?;
+    text.push(b'\n');
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .open(dir.join("config.json"))
+        .and_then(|mut f| f.write_all(&text))
+        .map_err(|e| bad(format!("config.json: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn writes_rootfs_and_config() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("b/nested");
+        write_bundle(&dir, &serde_json::json!({"ociVersion": "1.0.2"})).unwrap();
+        let root = std::fs::metadata(dir.join("rootfs")).unwrap();
+        assert!(root.is_dir());
+        assert_eq!(std::fs::read_dir(dir.join("rootfs")).unwrap().count(), 0);
+        let cfg = std::fs::metadata(dir.join("config.json")).unwrap();
+        assert_eq!(cfg.permissions().mode() & 0o777, 0o644);
+        let v: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
+        assert_eq!(v["ociVersion"], "1.0.2");
+    }
+
+    #[test]
+    fn refuses_a_non_empty_dir() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("x"), b"").unwrap();
+        let e = write_bundle(t.path(), &serde_json::json!({}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with("exists and is not empty"), "{e}");
+        assert!(!t.path().join("config.json").exists());
+    }
+}

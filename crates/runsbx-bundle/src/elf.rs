@@ -1,0 +1,362 @@
+//! What an ELF object needs at run time, found the way `ld.so` finds it.
+//!
+//! For an object: its `PT_INTERP` (main executable only), then for every
+//! `DT_NEEDED` name, in glibc's order: `DT_RPATH` of the object and of the
+//! executable (only when the object has no `DT_RUNPATH`), `DT_RUNPATH`,
+//! `/etc/ld.so.cache`, the default directories. `LD_LIBRARY_PATH` is not
+//! consulted because the sandbox's environment never carries it. A candidate
+//! must be an ELF object of the same class and machine, as the loader skips
+//! others. The closure is transitive.
+//!
+//! Paths are kept as the loader will spell them inside the container, not
+//! canonicalized: the rootfs has no symlinks, so `/lib64/ld-linux-x86-64.so.2`
+//! must exist at that literal path there (its bind source is the same path on
+//! the host, which the kernel resolves). Since the container sees a subset of
+//! the host, the first candidate that exists on the host is also the first one
+//! the loader will find inside, once it is bound.
+//!
+//! Not covered: `dlopen()` at run time (what Python extension modules need is
+//! found by scanning them, see `discover`), `glibc-hwcaps` and legacy hwcap
+//! subdirectories (the plain file found here is what the loader falls back to),
+//! `$LIB` and `$PLATFORM` in search paths (such entries are skipped).
+
+use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use goblin::elf::Elf;
+
+use crate::error::BundleError;
+use crate::ldcache::{self, CacheEntry};
+use crate::paths::normalize;
+
+pub const LD_SO_CACHE: &str = "/etc/ld.so.cache";
+
+/// The facts of one ELF object that lookup needs.
+#[derive(Debug, Clone, Default)]
+pub struct ElfFacts {
+    pub interp: Option<String>,
+    pub soname: Option<String>,
+    pub needed: Vec<String>,
+    pub rpath: Vec<String>,
+    pub runpath: Vec<String>,
+    pub is_64: bool,
+    pub machine: u16,
+}
+
+pub fn has_elf_magic(head: &[u8]) -> bool {
+    head.starts_with(b"\x7fELF")
+}
+
+/// Reads class and machine from the first bytes of a file; `None` when it is
+/// not an ELF file (or not readable), which the loader also skips.
+fn class_and_machine(path: &Path) -> Option<(bool, u16)> {
+    let mut head = [0u8; 64];
+    let mut f = std::fs::File::open(path).ok()?;
+    f.read_exact(&mut head).ok()?;
+    if !has_elf_magic(&head) {
+        return None;
+    }
+    let h = Elf::parse_header(&head).ok()?;
+    Some((
+        h.e_ident[goblin::elf::header::EI_CLASS] == goblin::elf::header::ELFCLASS64,
+        h.e_machine,
+    ))
+}
+
+pub fn read_facts(path: &Path) -> Result<ElfFacts, BundleError> {
+    let bytes = std::fs::read(path).map_err(|e| BundleError::io(path, e))?;
+    facts_from_bytes(&bytes).map_err(|reason| BundleError::Elf {
+        path: path.to_path_buf(),
+        reason,
+    })
+}
+
+pub fn facts_from_bytes(bytes: &[u8]) -> Result<ElfFacts, String> {
+    let elf = Elf::parse(bytes).map_err(|e| e.to_string())?;
+    let own = |v: &[&str]| -> Vec<String> {
+        v.iter()
+            .flat_map(|s| s.split(':'))
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    Ok(ElfFacts {
+        interp: elf.interpreter.map(str::to_string),
+        soname: elf.soname.map(str::to_string),
+        needed: elf.libraries.iter().map(|s| s.to_string()).collect(),
+        rpath: own(&elf.rpaths),
+        runpath: own(&elf.runpaths),
+        is_64: elf.is_64,
+        machine: elf.header.e_machine,
+    })
+}
+
+/// The loader's built-in directories, as `ld.so --help` lists them on
+/// multiarch (Debian-style) glibc.
+fn default_dirs(is_64: bool, machine: u16) -> Vec<&'static str> {
+    use goblin::elf::header::{EM_386, EM_AARCH64, EM_X86_64};
+    let triple = match (machine, is_64) {
+        (EM_X86_64, true) => Some(("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu")),
+        (EM_AARCH64, true) => Some(("/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu")),
+        (EM_386, false) => Some(("/lib/i386-linux-gnu", "/usr/lib/i386-linux-gnu")),
+        _ => None,
+    };
+    let mut v = Vec::new();
+    if let Some((a, b)) = triple {
+        v.extend([a, b]);
+    }
+    if is_64 {
+        v.extend(["/lib64", "/usr/lib64"]);
+    }
+    v.extend(["/lib", "/usr/lib"]);
+    v
+}
+
+/// Resolves the run-time needs of ELF objects against one ld.so.cache image.
+pub struct Resolver {
+    cache: Vec<CacheEntry>,
+    cwd: PathBuf,
+}
+
+impl Resolver {
+    /// Reads the host's `/etc/ld.so.cache`; a missing cache is an empty one,
+    /// as for the loader.
+    pub fn from_host() -> Self {
+        let cache = std::fs::read(LD_SO_CACHE)
+            .map(|b| ldcache::parse(&b))
+            .unwrap_or_default();
+        Resolver {
+            cache,
+            cwd: PathBuf::from("/"),
+        }
+    }
+
+    /// Adds to `out` everything the loader opens to start `exe`, and what the
+    /// loader needs for each object in `also` (e.g. extension modules), all
+    /// transitively. `exe` is the path the workload is exec'd by.
+    pub fn closure(
+        &self,
+        exe: &Path,
+        also: &[PathBuf],
+        out: &mut BTreeSet<PathBuf>,
+    ) -> Result<(), BundleError> {
+        let main = read_facts(exe)?;
+        out.insert(exe.to_path_buf());
+        let mut loaded: HashSet<String> = HashSet::new();
+        if let Some(interp) = &main.interp {
+            let p = normalize(Path::new(interp), &self.cwd);
+            if !p.is_file() {
+                return Err(BundleError::LibraryNotFound {
+                    lib: interp.clone(),
+                    needed_by: exe.to_path_buf(),
+                });
+            }
+            // The loader is loaded already: a DT_NEEDED of its soname (libc
+            // has one) is satisfied by it, not looked up again.
+            if let Some(so) = read_facts(&p)?.soname {
+                loaded.insert(so);
+            }
+            out.insert(p);
+        }
+        // DT_RPATH of the executable applies to every object without DT_RUNPATH.
+        let exe_rpath: Vec<String> = if main.runpath.is_empty() {
+            main.rpath.iter().map(|r| expand_origin(r, exe)).collect()
+        } else {
+            Vec::new()
+        };
+        let mut queue: VecDeque<(PathBuf, ElfFacts)> = VecDeque::new();
+        let mut seen: HashSet<PathBuf> = HashSet::new();
+        seen.insert(exe.to_path_buf());
+        queue.push_back((exe.to_path_buf(), main));
+        for extra in also {
+            if seen.insert(extra.clone()) {
+                out.insert(extra.clone());
+                queue.push_back((extra.clone(), read_facts(extra)?));
+            }
+        }
+        while let Some((obj, facts)) = queue.pop_front() {
+            for name in &facts.needed {
+                if loaded.contains(name) {
+                    continue;
+                }
+                let found = self.lookup(name, &obj, &facts, &exe_rpath).ok_or_else(|| {
+                    BundleError::LibraryNotFound {
+                        lib: name.clone(),
+                        needed_by: obj.clone(),
+                    }
+                })?;
+                for p in found {
+                    if seen.insert(p.clone()) {
+                        out.insert(p.clone());
+                        let f = read_facts(&p)?;
+                        loaded.extend(f.soname.clone());
+                        queue.push_back((p, f));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The path(s) the loader would open for `name` needed by `obj`. More than
+    /// one only for cache entries in `glibc-hwcaps` subdirectories, which are
+    /// all bound since the loader picks among them by CPU.
+    fn lookup(
+        &self,
+        name: &str,
+        obj: &Path,
+        facts: &ElfFacts,
+        exe_rpath: &[String],
+    ) -> Option<Vec<PathBuf>> {
+        let compatible = |p: &Path| class_and_machine(p) == Some((facts.is_64, facts.machine));
+        if name.contains('/') {
+            let p = normalize(Path::new(name), &self.cwd);
+            return compatible(&p).then(|| vec![p]);
+        }
+        let mut dirs: Vec<String> = Vec::new();
+        if facts.runpath.is_empty() {
+            dirs.extend(facts.rpath.iter().map(|r| expand_origin(r, obj)));
+            dirs.extend(exe_rpath.iter().cloned());
+        }
+        dirs.extend(facts.runpath.iter().map(|r| expand_origin(r, obj)));
+        for d in dirs
+            .iter()
+            .filter(|d| !d.contains('$') && d.starts_with('/'))
+        {
+            let p = normalize(&Path::new(d).join(name), &self.cwd);
+            if compatible(&p) {
+                return Some(vec![p]);
+            }
+        }
+        let mut hits: Vec<PathBuf> = Vec::new();
+        let mut plain: Option<PathBuf> = None;
+        for e in self.cache.iter().filter(|e| e.name == name) {
+            let p = PathBuf::from(&e.path);
+            if !compatible(&p) {
+                continue;
+            }
+            if e.hwcap != 0 {
+                hits.push(p);
+            } else if plain.is_none() {
+                plain = Some(p);
+            }
+        }
+        if let Some(p) = plain {
+            hits.push(p);
+        }
+        if !hits.is_empty() {
+            return Some(hits);
+        }
+        for d in default_dirs(facts.is_64, facts.machine) {
+            let p = Path::new(d).join(name);
+            if compatible(&p) {
+                return Some(vec![p]);
+            }
+        }
+        None
+    }
+}
+
+/// Expands `$ORIGIN` / `${ORIGIN}` to the directory of the object's path.
+fn expand_origin(entry: &str, obj: &Path) -> String {
+    let origin = obj
+        .parent()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "/".into());
+    entry
+        .replace("${ORIGIN}", &origin)
+        .replace("$ORIGIN", &origin)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The loader's own answer, for comparison: `ld.so --list` maps the objects
+    /// and prints them without running the program's code.
+    fn loader_list(exe: &Path) -> Option<Vec<PathBuf>> {
+        let out = std::process::Command::new("/lib64/ld-linux-x86-64.so.2")
+            .arg("--list")
+            .arg(exe)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        Some(
+            text.lines()
+                .filter_map(|l| {
+                    let l = l.trim();
+                    let path = match l.split_once("=>") {
+                        Some((_, rhs)) => rhs.trim(),
+                        None => l,
+                    };
+                    let path = path.split(" (").next()?.trim();
+                    path.starts_with('/').then(|| PathBuf::from(path))
+                })
+                .collect(),
+        )
+    }
+
+    fn check_against_loader(exe: &str) {
+        let exe = Path::new(exe);
+        if !exe.exists() {
+            eprintln!("skipped: {} not on this host", exe.display());
+            return;
+        }
+        let Some(want) = loader_list(exe) else {
+            eprintln!("skipped: no x86_64 glibc loader");
+            return;
+        };
+        let mut got = BTreeSet::new();
+        Resolver::from_host().closure(exe, &[], &mut got).unwrap();
+        for w in &want {
+            assert!(
+                got.contains(w),
+                "loader opens {} for {}, we found {got:?}",
+                w.display(),
+                exe.display()
+            );
+        }
+    }
+
+    #[test]
+    fn agrees_with_the_loader_on_host_binaries() {
+        check_against_loader("/usr/bin/true");
+        check_against_loader("/usr/bin/python3.11");
+        check_against_loader("/root/.pyenv/versions/3.11.7/bin/python3.11");
+    }
+
+    #[test]
+    fn static_binary_needs_nothing() {
+        let bb = Path::new("/usr/bin/busybox");
+        if !bb.exists() {
+            eprintln!("skipped: no busybox-static");
+            return;
+        }
+        let f = read_facts(bb).unwrap();
+        assert!(f.interp.is_none() && f.needed.is_empty());
+        let mut got = BTreeSet::new();
+        Resolver::from_host().closure(bb, &[], &mut got).unwrap();
+        assert_eq!(got.into_iter().collect::<Vec<_>>(), vec![bb.to_path_buf()]);
+    }
+
+    #[test]
+    fn origin_expansion() {
+        assert_eq!(
+            expand_origin("$ORIGIN/../lib", Path::new("/o/bin/py")),
+            "/o/bin/../lib"
+        );
+        assert_eq!(expand_origin("${ORIGIN}", Path::new("/o/x.so")), "/o");
+    }
+
+    #[test]
+    fn not_elf_is_an_error_naming_the_path() {
+        let t = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(t.path(), b"#!/bin/sh\n").unwrap();
+        let e = read_facts(t.path()).unwrap_err().to_string();
+        assert!(e.starts_with(&t.path().display().to_string()), "{e}");
+    }
+}
