@@ -3,5 +3,14 @@
 //! brings init's errors back to the caller.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod container;
+pub mod error;
+pub mod executor;
 pub mod landlock;
+pub mod monitor;
+pub mod report;
+pub mod spec;
 pub mod sys;
+
+pub use container::{CreateOptions, ExecOptions, Runtime, StateView};
+pub use error::{Result, RuntimeError};

@@ -1,1 +1,67 @@
-fn main() {}
+//! runsbx: an OCI runtime for code nobody vouched for.
+//!
+//! main parses the command line, sets up logging, dispatches to one module
+//! per command and turns any error into one line on stderr (and in the
+//! `--log` file, where containerd's shim and conmon look for it).
+
+mod cli;
+mod commands;
+mod logging;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::Cli;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    if cli.version {
+        print!("{}", commands::version());
+        return ExitCode::SUCCESS;
+    }
+    let Some(command) = cli.command else {
+        eprintln!("runsbx: no command given; see runsbx --help");
+        return ExitCode::from(2);
+    };
+    let logger = match logging::init(cli.log.as_deref(), cli.log_format, cli.debug) {
+        Ok(l) => l,
+        Err(e) => {
+            let path = cli.log.as_deref().unwrap_or(std::path::Path::new("-"));
+            eprintln!("runsbx: --log {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let ctx = commands::Ctx::new(&cli.root, cli.systemd_cgroup, logger);
+    let name = command.name();
+    match commands::dispatch(&ctx, command) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            let msg = format!("{name}: {err:#}");
+            logger.error(&msg);
+            eprintln!("runsbx: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// clap's own report spans several lines; keep its first, which names the
+/// problem, and point at --help.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    let text = e.render().to_string();
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid arguments")
+        .trim_start_matches("error: ");
+    eprintln!("runsbx: {first} (see runsbx --help)");
+    ExitCode::from(2)
+}

@@ -1,3 +1,6 @@
 //! Every raw syscall and `unsafe` block of runsbx lives under this module,
 //! one file per kernel interface.
+pub mod fds;
+pub mod landlock;
+pub mod pidfd;
 pub mod seccomp;

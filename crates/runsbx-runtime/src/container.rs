@@ -1,0 +1,614 @@
+//! Container lifecycle around libcontainer: create, start, state, kill,
+//! delete, pause, resume, list, ps, exec. Each operation loads the state dir,
+//! checks the status it needs, calls libcontainer and adds context.
+
+use std::fs;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use libcontainer::container::builder::ContainerBuilder;
+use libcontainer::container::{Container, ContainerStatus};
+use libcontainer::syscall::syscall::SyscallType;
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, RuntimeError};
+use crate::executor::SandboxExecutor;
+use crate::report::{PendingReport, ReportReader};
+use crate::spec::{Bundle, SandboxPolicy};
+
+/// runsbx's own file in each container's state dir, beside libcontainer's.
+const SIDECAR: &str = "runsbx.json";
+/// Longest accepted container id (a file name, so at most NAME_MAX, minus
+/// room for the temporary report FIFO's prefix and suffix).
+const MAX_ID_LEN: usize = 200;
+
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    pub root: PathBuf,
+    pub systemd_cgroup: bool,
+}
+
+#[derive(Debug, Default)]
+pub struct CreateOptions {
+    pub id: String,
+    pub bundle: PathBuf,
+    pub pid_file: Option<PathBuf>,
+    pub console_socket: Option<PathBuf>,
+    pub preserve_fds: i32,
+    pub no_pivot: bool,
+    /// The caller does not stay attached (create, run -d): a terminal then
+    /// needs a console socket.
+    pub detach: bool,
+    pub stdio: Option<[OwnedFd; 3]>,
+}
+
+#[derive(Debug, Default)]
+pub struct ExecOptions {
+    pub id: String,
+    pub process: Option<PathBuf>,
+    pub args: Vec<String>,
+    pub env: Vec<String>,
+    pub cwd: Option<PathBuf>,
+    pub user: Option<(u32, Option<u32>)>,
+    pub additional_gids: Vec<u32>,
+    pub tty: bool,
+    pub console_socket: Option<PathBuf>,
+    pub pid_file: Option<PathBuf>,
+    pub detach: bool,
+    pub preserve_fds: i32,
+    pub no_new_privs: bool,
+    pub cap: Vec<String>,
+}
+
+/// What runsbx keeps next to libcontainer's state.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Sidecar {
+    /// Start time of init (clock ticks since boot, /proc/<pid>/stat field
+    /// 22). Stops: a recycled PID making a dead container look alive, and
+    /// `kill` signalling the stranger that now holds the PID.
+    starttime: Option<u64>,
+    #[serde(default)]
+    policy: SandboxPolicy,
+}
+
+/// The runtime-spec state of a container, with runc's extra fields.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateView {
+    pub oci_version: String,
+    pub id: String,
+    pub pid: i32,
+    pub status: &'static str,
+    pub bundle: PathBuf,
+    pub rootfs: PathBuf,
+    pub created: String,
+    pub owner: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<std::collections::HashMap<String, String>>,
+}
+
+pub fn validate_id(id: &str) -> Result<()> {
+    let bad = |reason| {
+        Err(RuntimeError::InvalidId {
+            id: id.to_string(),
+            reason,
+        })
+    };
+    if id.is_empty() {
+        return bad("empty");
+    }
+    if id.len() > MAX_ID_LEN {
+        return bad("longer than 200 bytes");
+    }
+    if id == "." || id == ".." {
+        return bad("not a usable file name");
+    }
+    // Stops: an id like `../x` or `a/b` naming a state dir outside --root.
+    if !id
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'+' | b'-' | b'.'))
+    {
+        return bad("only letters, digits and _ + - . are allowed");
+    }
+    Ok(())
+}
+
+fn status_name(s: ContainerStatus) -> &'static str {
+    match s {
+        ContainerStatus::Creating => "creating",
+        ContainerStatus::Created => "created",
+        ContainerStatus::Running => "running",
+        ContainerStatus::Stopped => "stopped",
+        ContainerStatus::Paused => "paused",
+    }
+}
+
+fn proc_starttime(pid: i32) -> Option<u64> {
+    procfs::process::Process::new(pid)
+        .ok()?
+        .stat()
+        .ok()
+        .map(|s| s.starttime)
+}
+
+impl Runtime {
+    pub fn new(root: PathBuf, systemd_cgroup: bool) -> Self {
+        Self {
+            root,
+            systemd_cgroup,
+        }
+    }
+
+    fn dir(&self, id: &str) -> PathBuf {
+        self.root.join(id)
+    }
+
+    fn ensure_root(&self) -> Result<()> {
+        use std::os::unix::fs::DirBuilderExt;
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.root)
+            .map_err(|e| RuntimeError::io(format!("state root {}", self.root.display()), e))
+    }
+
+    pub fn create(&self, opts: CreateOptions) -> Result<Container> {
+        validate_id(&opts.id)?;
+        let bundle = Bundle::load(&opts.bundle)?;
+        let policy = SandboxPolicy::from_bundle(&bundle)?;
+        let seccomp = policy.compile_seccomp()?;
+        if let Some(p) = &opts.pid_file {
+            check_parent_dir(p, "--pid-file")?;
+        }
+        self.ensure_root()?;
+        let dir = self.dir(&opts.id);
+        if dir.exists() {
+            return Err(RuntimeError::Exists(opts.id));
+        }
+        let report = PendingReport::new(&self.root, &opts.id)?;
+        let executor = SandboxExecutor {
+            seccomp,
+            landlock: policy.landlock.clone(),
+            report_fd: Some(report.raw_fd()),
+        };
+        let built = self.build_init(&opts, &bundle, executor);
+        let container = match built {
+            Ok(c) => c,
+            Err(e) => {
+                report.abandon();
+                // libcontainer leaves its state dir behind when it fails
+                // before its own clean-up runs (spec or console errors).
+                self.remove_leftovers(&opts.id, &dir);
+                kill_cgroup(&opts.id, &bundle);
+                return Err(e);
+            }
+        };
+        let finish = || -> Result<()> {
+            report.commit(&dir)?;
+            let sidecar = Sidecar {
+                starttime: container.pid().and_then(|p| proc_starttime(p.as_raw())),
+                policy,
+            };
+            write_sidecar(&dir, &sidecar)
+        };
+        if let Err(e) = finish() {
+            self.remove_leftovers(&opts.id, &dir);
+            return Err(e);
+        }
+        Ok(container)
+    }
+
+    fn build_init(
+        &self,
+        opts: &CreateOptions,
+        bundle: &Bundle,
+        executor: SandboxExecutor,
+    ) -> Result<Container> {
+        let lc = |e| RuntimeError::lc("create", e);
+        let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default())
+            .with_executor(executor)
+            .with_root_path(&self.root)
+            .map_err(lc)?
+            .with_console_socket(opts.console_socket.as_ref())
+            .with_preserved_fds(opts.preserve_fds);
+        if let Some(p) = &opts.pid_file {
+            builder = builder.with_pid_file(Some(p)).map_err(lc)?;
+        }
+        if let Some(stdio) = opts.stdio.as_ref() {
+            let dup = |fd: &OwnedFd| {
+                fd.try_clone()
+                    .map_err(|e| RuntimeError::io("duplicate stdio", e))
+            };
+            builder = builder
+                .with_stdin(dup(&stdio[0])?)
+                .with_stdout(dup(&stdio[1])?)
+                .with_stderr(dup(&stdio[2])?);
+        }
+        builder
+            .as_init(&bundle.dir)
+            .with_systemd(self.systemd_cgroup)
+            .with_detach(opts.detach)
+            .with_no_pivot(opts.no_pivot)
+            .build()
+            .map_err(lc)
+    }
+
+    fn remove_leftovers(&self, id: &str, dir: &Path) {
+        if !dir.exists() {
+            return;
+        }
+        if let Ok(mut c) = Container::load(dir.to_path_buf()) {
+            let _ = c.delete(true);
+        }
+        let _ = fs::remove_dir_all(dir);
+        tracing::debug!(id, "removed a partly created container");
+    }
+
+    /// Loads a container and brings its status up to date, including the
+    /// PID-reuse check libcontainer lacks.
+    pub fn load(&self, id: &str) -> Result<Container> {
+        validate_id(id)?;
+        let dir = self.dir(id);
+        if !dir.join("state.json").exists() {
+            return Err(RuntimeError::NotFound(id.to_string()));
+        }
+        let mut c = load_state(&dir).map_err(|e| RuntimeError::lc(format!("load {id}"), e))?;
+        if c.status() != ContainerStatus::Stopped {
+            let sidecar = read_sidecar(&dir);
+            if let (Some(pid), Some(recorded)) = (c.pid(), sidecar.starttime) {
+                if proc_starttime(pid.as_raw()) != Some(recorded) {
+                    c.set_status(ContainerStatus::Stopped);
+                }
+            }
+        }
+        Ok(c)
+    }
+
+    pub fn start(&self, id: &str) -> Result<()> {
+        let mut c = self.load(id)?;
+        require(&c, "start", "created", |s| s == ContainerStatus::Created)?;
+        let reader = ReportReader::open(&self.dir(id))?;
+        c.start()
+            .map_err(|e| RuntimeError::lc(format!("start {id}"), e))?;
+        if let Some(reader) = reader {
+            reader.wait()?;
+        }
+        Ok(())
+    }
+
+    pub fn state(&self, id: &str) -> Result<StateView> {
+        let c = self.load(id)?;
+        Ok(self.view(&c))
+    }
+
+    fn view(&self, c: &Container) -> StateView {
+        let status = c.status();
+        let pid = match status {
+            ContainerStatus::Stopped => 0,
+            _ => c.pid().map(|p| p.as_raw()).unwrap_or(0),
+        };
+        let rootfs = Bundle::load(c.bundle())
+            .map(|b| b.rootfs())
+            .unwrap_or_else(|_| c.bundle().join("rootfs"));
+        StateView {
+            oci_version: "1.0.2".into(),
+            id: c.id().to_string(),
+            pid,
+            status: status_name(status),
+            bundle: c.bundle().clone(),
+            rootfs,
+            created: c
+                .created()
+                .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true))
+                .unwrap_or_default(),
+            owner: String::new(),
+            annotations: c.state.annotations.clone().filter(|a| !a.is_empty()),
+        }
+    }
+
+    /// Signals init (or, with `all`, every process in the cgroup). Unlike
+    /// libcontainer's kill, it writes no state: the status is read from the
+    /// process when next loaded, so a signal that stops nothing (SIGWINCH)
+    /// does not mark the container stopped, and a concurrent reader never
+    /// sees a half-written state.json.
+    pub fn kill(&self, id: &str, signal: Signal, all: bool) -> Result<()> {
+        let c = self.load(id)?;
+        let status = c.status();
+        if all {
+            return self.signal_cgroup(&c, signal);
+        }
+        if !c.can_kill() {
+            return Err(RuntimeError::WrongState {
+                id: id.to_string(),
+                status: status_name(status),
+                action: "kill",
+                wanted: "created, running or paused",
+            });
+        }
+        let pid = c
+            .pid()
+            .ok_or_else(|| RuntimeError::Init(format!("kill {id}: no pid in state")))?;
+        match nix::sys::signal::kill(pid, signal) {
+            Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
+            Err(e) => return Err(RuntimeError::sys(format!("kill {id}"), e)),
+        }
+        // A frozen process cannot die until thawed (cgroup v1).
+        if status == ContainerStatus::Paused && signal == Signal::SIGKILL {
+            use libcgroups::common::CgroupManager;
+            self.cgroup(&c)?
+                .freeze(libcgroups::common::FreezerState::Thawed)
+                .map_err(|e| RuntimeError::Init(format!("kill {id}: thaw: {e}")))?;
+        }
+        Ok(())
+    }
+
+    fn cgroup(&self, c: &Container) -> Result<libcgroups::common::AnyCgroupManager> {
+        let config = c
+            .spec()
+            .map_err(|e| RuntimeError::lc(format!("cgroup of {}", c.id()), e))?;
+        libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
+            cgroup_path: config.cgroup_path,
+            systemd_cgroup: c.systemd(),
+            container_name: c.id().to_string(),
+        })
+        .map_err(|e| RuntimeError::Init(format!("cgroup of {}: {e}", c.id())))
+    }
+
+    /// Freezes the cgroup so nothing forks meanwhile, signals every
+    /// process, thaws.
+    fn signal_cgroup(&self, c: &Container, signal: Signal) -> Result<()> {
+        use libcgroups::common::{CgroupManager, FreezerState};
+        let id = c.id();
+        let manager = self.cgroup(c)?;
+        let _ = manager.freeze(FreezerState::Frozen);
+        let pids = manager.get_all_pids();
+        if let Ok(pids) = &pids {
+            for pid in pids {
+                let _ = nix::sys::signal::kill(*pid, signal);
+            }
+        }
+        let thawed = manager.freeze(FreezerState::Thawed);
+        pids.map_err(|e| RuntimeError::Init(format!("kill {id}: cgroup: {e}")))?;
+        thawed.map_err(|e| RuntimeError::Init(format!("kill {id}: thaw: {e}")))?;
+        Ok(())
+    }
+
+    pub fn delete(&self, id: &str, force: bool) -> Result<()> {
+        validate_id(id)?;
+        let dir = self.dir(id);
+        if !dir.join("state.json").exists() {
+            // An aborted create can leave a dir without state; remove it.
+            if dir.exists() {
+                let _ = fs::remove_dir_all(&dir);
+            } else if !force {
+                return Err(RuntimeError::NotFound(id.to_string()));
+            }
+            return Ok(());
+        }
+        let mut c = self.load(id)?;
+        let status = c.status();
+        if !force && matches!(status, ContainerStatus::Running | ContainerStatus::Paused) {
+            return Err(RuntimeError::WrongState {
+                id: id.to_string(),
+                status: status_name(status),
+                action: "delete",
+                wanted: "stopped or created (or --force)",
+            });
+        }
+        c.delete(force)
+            .map_err(|e| RuntimeError::lc(format!("delete {id}"), e))
+    }
+
+    pub fn pause(&self, id: &str) -> Result<()> {
+        let mut c = self.load(id)?;
+        require(&c, "pause", "running", |s| s == ContainerStatus::Running)?;
+        c.pause()
+            .map_err(|e| RuntimeError::lc(format!("pause {id}"), e))
+    }
+
+    pub fn resume(&self, id: &str) -> Result<()> {
+        let mut c = self.load(id)?;
+        require(&c, "resume", "paused", |s| s == ContainerStatus::Paused)?;
+        c.resume()
+            .map_err(|e| RuntimeError::lc(format!("resume {id}"), e))
+    }
+
+    /// Every container under the root, oldest first. Entries that cannot be
+    /// loaded (a create killed half-way) are skipped.
+    pub fn list(&self) -> Result<Vec<StateView>> {
+        let entries = match fs::read_dir(&self.root) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(RuntimeError::io(format!("read {}", self.root.display()), e)),
+        };
+        let mut out = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(id) = name.to_str() else { continue };
+            if id.starts_with('.') {
+                continue;
+            }
+            if let Ok(c) = self.load(id) {
+                out.push(self.view(&c));
+            }
+        }
+        out.sort_by(|a, b| a.created.cmp(&b.created));
+        Ok(out)
+    }
+
+    /// PIDs of every process in the container's cgroup.
+    pub fn pids(&self, id: &str) -> Result<Vec<i32>> {
+        use libcgroups::common::CgroupManager;
+        let c = self.load(id)?;
+        let mut pids: Vec<i32> = self
+            .cgroup(&c)?
+            .get_all_pids()
+            .map_err(|e| RuntimeError::Init(format!("ps {id}: cgroup: {e}")))?
+            .into_iter()
+            .map(Pid::as_raw)
+            .collect();
+        pids.sort_unstable();
+        Ok(pids)
+    }
+
+    /// Starts a new process in a running container; returns its host PID.
+    pub fn exec(&self, opts: ExecOptions) -> Result<Pid> {
+        let c = self.load(&opts.id)?;
+        require(&c, "exec", "running", |s| s == ContainerStatus::Running)?;
+        let sidecar = read_sidecar(&self.dir(&opts.id));
+        let executor = SandboxExecutor {
+            seccomp: sidecar.policy.compile_seccomp()?,
+            landlock: sidecar.policy.landlock.clone(),
+            report_fd: None,
+        };
+        let lc = |e| RuntimeError::lc(format!("exec {}", opts.id), e);
+        let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default())
+            .with_executor(executor)
+            .with_root_path(&self.root)
+            .map_err(lc)?
+            .with_console_socket(opts.console_socket.as_ref())
+            .with_preserved_fds(opts.preserve_fds);
+        if let Some(p) = &opts.pid_file {
+            builder = builder.with_pid_file(Some(p)).map_err(lc)?;
+        }
+        let env = opts
+            .env
+            .iter()
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let (uid, gid) = match opts.user {
+            Some((u, g)) => (Some(u), g),
+            None => (None, None),
+        };
+        builder
+            .as_tenant()
+            .with_detach(opts.detach)
+            .with_process(opts.process.as_ref())
+            .with_container_args(opts.args.clone())
+            .with_env(env)
+            .with_cwd(opts.cwd.as_ref())
+            .with_user(uid)
+            .with_group(gid)
+            .with_additional_gids(opts.additional_gids.clone())
+            .with_no_new_privs(opts.no_new_privs)
+            .with_capabilities(opts.cap.clone())
+            .build()
+            .map_err(lc)
+    }
+}
+
+/// libcontainer rewrites state.json in place (truncate, then write), so a
+/// reader racing a writer can see it empty or cut short; retry briefly.
+fn load_state(
+    dir: &Path,
+) -> std::result::Result<Container, libcontainer::error::LibcontainerError> {
+    let mut tries = 0;
+    loop {
+        match Container::load(dir.to_path_buf()) {
+            Err(libcontainer::error::LibcontainerError::State(
+                libcontainer::container::state::StateError::ParseStateFile { .. },
+            )) if tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            other => return other,
+        }
+    }
+}
+
+fn require(
+    c: &Container,
+    action: &'static str,
+    wanted: &'static str,
+    ok: impl Fn(ContainerStatus) -> bool,
+) -> Result<()> {
+    if ok(c.status()) {
+        Ok(())
+    } else {
+        Err(RuntimeError::WrongState {
+            id: c.id().to_string(),
+            status: status_name(c.status()),
+            action,
+            wanted,
+        })
+    }
+}
+
+fn check_parent_dir(path: &Path, flag: &str) -> Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if parent.is_dir() {
+        Ok(())
+    } else {
+        Err(RuntimeError::Bundle {
+            path: path.to_path_buf(),
+            reason: format!("{flag}: directory {} does not exist", parent.display()),
+        })
+    }
+}
+
+/// Kills whatever a failed create left in the container's cgroup and
+/// removes it. libcontainer's own clean-up misses an init that was forked
+/// before the failure (e.g. the pid file could not be written).
+fn kill_cgroup(id: &str, bundle: &Bundle) {
+    use libcgroups::common::CgroupManager;
+    let path = libcontainer::utils::get_cgroup_path(
+        &bundle
+            .spec
+            .linux()
+            .as_ref()
+            .and_then(|l| l.cgroups_path().clone()),
+        id,
+    );
+    let Ok(manager) = libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
+        cgroup_path: path,
+        systemd_cgroup: false,
+        container_name: id.to_string(),
+    }) else {
+        return;
+    };
+    if let Ok(pids) = manager.get_all_pids() {
+        for pid in pids {
+            let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+        }
+    }
+    for _ in 0..100 {
+        if manager.remove().is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+fn write_sidecar(dir: &Path, sidecar: &Sidecar) -> Result<()> {
+    let path = dir.join(SIDECAR);
+    let text = serde_json::to_vec(sidecar).map_err(|e| RuntimeError::Spec(e.to_string()))?;
+    fs::write(&path, text).map_err(|e| RuntimeError::io(format!("write {}", path.display()), e))
+}
+
+fn read_sidecar(dir: &Path) -> Sidecar {
+    fs::read(dir.join(SIDECAR))
+        .ok()
+        .and_then(|t| serde_json::from_slice(&t).ok())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids() {
+        for good in ["a", "abc-1_2+3.4", &"x".repeat(200)] {
+            assert!(validate_id(good).is_ok(), "{good}");
+        }
+        for bad in ["", ".", "..", "../x", "a/b", "a b", "é", &"x".repeat(201)] {
+            assert!(validate_id(bad).is_err(), "{bad}");
+        }
+    }
+}

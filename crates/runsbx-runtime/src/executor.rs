@@ -1,0 +1,132 @@
+//! The Executor: the last code runsbx runs in the container's init, after
+//! libcontainer has done mounts, pivot_root, set_id, the capability drop and
+//! marked every inherited fd above the preserved ones close-on-exec.
+//!
+//! Order, and why:
+//! 1. `validate` (before init reports ready, so errors fail `create`):
+//!    resolve the executable inside the container, and enforce Landlock.
+//!    Landlock needs nothing from the rest of init afterwards (init only waits
+//!    on the already-open notify socket), and applying it here means a policy
+//!    the kernel cannot honour stops `create`, before anything is started.
+//! 2. `exec` (after `start`): set no_new_privs if a seccomp filter must be
+//!    loaded without CAP_SYS_ADMIN, load the filter, execve. The filter comes
+//!    last so it need not allow any of init's own syscalls; it must allow the
+//!    execve itself.
+//!
+//! An error in `exec` is written to the report channel (see `report.rs`)
+//! before init exits, so `start`/`run` print it instead of "exit 255".
+
+use std::convert::Infallible;
+use std::ffi::CString;
+use std::os::fd::RawFd;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use libcontainer::oci_spec::runtime::Spec;
+use libcontainer::workload::{Executor, ExecutorError, ExecutorValidationError};
+use runsbx_policy::landlock::LandlockPolicy;
+use runsbx_policy::seccomp::SeccompProgram;
+
+use crate::report;
+
+#[derive(Clone, Default)]
+pub struct SandboxExecutor {
+    pub seccomp: Option<SeccompProgram>,
+    pub landlock: Option<LandlockPolicy>,
+    /// Write end of the report FIFO (init containers only; libcontainer has
+    /// its own channel for exec'd processes).
+    pub report_fd: Option<RawFd>,
+}
+
+impl Executor for SandboxExecutor {
+    fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
+        let (path, _) = resolve(spec).map_err(ExecutorValidationError::ArgValidationError)?;
+        check_executable(&path).map_err(ExecutorValidationError::ArgValidationError)?;
+        if let Some(policy) = &self.landlock {
+            crate::landlock::enforce(policy)
+                .map_err(|e| ExecutorValidationError::ArgValidationError(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    fn exec(&self, spec: &Spec) -> Result<(), ExecutorError> {
+        let Err(msg) = self.seal_and_exec(spec);
+        if let Some(fd) = self.report_fd {
+            report::send(fd, &msg);
+        }
+        Err(ExecutorError::Other(msg))
+    }
+}
+
+impl SandboxExecutor {
+    fn seal_and_exec(&self, spec: &Spec) -> Result<Infallible, String> {
+        let (path, args) = resolve(spec)?;
+        let cpath = CString::new(path.as_os_str().as_encoded_bytes())
+            .map_err(|_| format!("exec {}: path contains a NUL byte", path.display()))?;
+        let cargs = args
+            .iter()
+            .map(|a| CString::new(a.as_bytes()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| "exec: process.args contains a NUL byte".to_string())?;
+
+        if let Some(program) = &self.seccomp {
+            // seccomp(2) needs no_new_privs or CAP_SYS_ADMIN. libcontainer has
+            // already dropped capabilities; rather than load the filter
+            // earlier (before the drop, as runc does without NNP) and have it
+            // cover init's own set-up, runsbx sets NNP for any container with
+            // a seccomp profile. Setuid binaries inside then gain nothing.
+            nix::sys::prctl::set_no_new_privs()
+                .map_err(|e| format!("seccomp: setting no_new_privs: {e}"))?;
+            crate::sys::seccomp::load(program)
+                .map_err(|e| format!("seccomp: loading the filter: {e}"))?;
+        }
+        let err = nix::unistd::execv(&cpath, &cargs).unwrap_err();
+        Err(format!("exec {}: {}", path.display(), err.desc()))
+    }
+}
+
+/// process.args[0] resolved the way execvp would, with the container's PATH.
+fn resolve(spec: &Spec) -> Result<(PathBuf, Vec<String>), String> {
+    let process = spec
+        .process()
+        .as_ref()
+        .ok_or("config.json: process is missing")?;
+    let args = process
+        .args()
+        .clone()
+        .filter(|a| !a.is_empty())
+        .ok_or("config.json: process.args is empty")?;
+    let name = &args[0];
+    if name.contains('/') {
+        return Ok((PathBuf::from(name), args));
+    }
+    let path_var = process
+        .env()
+        .iter()
+        .flatten()
+        .find_map(|e| e.strip_prefix("PATH="))
+        .unwrap_or("/usr/local/bin:/usr/bin:/bin");
+    for dir in path_var.split(':').filter(|d| !d.is_empty()) {
+        let candidate = Path::new(dir).join(name);
+        if candidate.is_file() {
+            return Ok((candidate, args));
+        }
+    }
+    Err(format!(
+        "exec: {name:?}: executable file not found in $PATH"
+    ))
+}
+
+fn check_executable(path: &Path) -> Result<(), String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("exec {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("exec {}: not a regular file", path.display()));
+    }
+    if meta.permissions().mode() & 0o111 == 0 {
+        return Err(format!(
+            "exec {}: permission denied (no execute bit)",
+            path.display()
+        ));
+    }
+    Ok(())
+}

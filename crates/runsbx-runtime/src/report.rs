@@ -1,0 +1,150 @@
+//! The channel that brings an error raised in the container's init after
+//! `start` (Landlock, seccomp, exec) back to whoever runs `start` or `run`.
+//! libcontainer alone only logs it and exits init with 255.
+//!
+//! A FIFO in the container's state dir. `create` makes it and opens it
+//! O_RDWR|O_CLOEXEC before libcontainer forks, so init inherits a descriptor.
+//! `start` opens the read end before it signals init. Then either init writes
+//! its error and exits, or its exec succeeds and the close-on-exec descriptor
+//! disappears; in both cases the reader sees EOF once init is gone, and the
+//! bytes before EOF are the error. Works for `run` and for `create`/`start`
+//! in separate processes alike, and needs nothing from inside the rootfs.
+//!
+//! Stops: a start that reports success while the sandbox layers failed to
+//! apply (the workload never runs in that case: init exits before exec).
+
+use std::fs;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::stat::Mode;
+
+use crate::error::{Result, RuntimeError};
+
+pub const REPORT_FIFO: &str = "runsbx-report.fifo";
+
+/// How long `start` waits for init to exec or fail before assuming it runs.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A FIFO made before the container dir exists; moved into it once created.
+pub struct PendingReport {
+    path: PathBuf,
+    fd: OwnedFd,
+}
+
+impl PendingReport {
+    pub fn new(root: &Path, id: &str) -> Result<Self> {
+        let path = root.join(format!(".{id}.{}.report", std::process::id()));
+        let _ = fs::remove_file(&path);
+        nix::unistd::mkfifo(&path, Mode::from_bits_truncate(0o600))
+            .map_err(|e| RuntimeError::sys(format!("mkfifo {}", path.display()), e))?;
+        // O_RDWR: opening a FIFO this way never blocks, and keeps it open for
+        // init, which inherits this descriptor across libcontainer's fork.
+        let fd = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| {
+                let _ = fs::remove_file(&path);
+                RuntimeError::io(format!("open {}", path.display()), e)
+            })?;
+        Ok(Self {
+            path,
+            fd: fd.into(),
+        })
+    }
+
+    /// The descriptor number init writes its error to.
+    pub fn raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Moves the FIFO into the container's state dir and drops our copy of
+    /// the descriptor, so that only init keeps it open.
+    pub fn commit(self, container_dir: &Path) -> Result<()> {
+        let dest = container_dir.join(REPORT_FIFO);
+        let res = fs::rename(&self.path, &dest)
+            .map_err(|e| RuntimeError::io(format!("rename {}", self.path.display()), e));
+        if res.is_err() {
+            let _ = fs::remove_file(&self.path);
+        }
+        res
+    }
+
+    pub fn abandon(self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// The read end, opened by `start` before it signals init.
+pub struct ReportReader {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+impl ReportReader {
+    /// `None` when the container has no report FIFO (already started).
+    pub fn open(container_dir: &Path) -> Result<Option<Self>> {
+        let path = container_dir.join(REPORT_FIFO);
+        match fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+        {
+            Ok(f) => Ok(Some(Self { fd: f.into(), path })),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(RuntimeError::io(format!("open {}", path.display()), e)),
+        }
+    }
+
+    /// Waits until init has exec'd the workload (Ok) or reported an error.
+    pub fn wait(self) -> Result<()> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        let mut msg = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            match nix::unistd::read(self.fd.as_raw_fd(), &mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    msg.extend_from_slice(&buf[..n]);
+                    continue;
+                }
+                Err(nix::errno::Errno::EAGAIN) => {}
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(RuntimeError::sys("read init report", e)),
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                tracing::warn!("init did not exec within {START_TIMEOUT:?}; assuming it runs");
+                break;
+            }
+            let mut fds = [PollFd::new(self.fd.as_fd(), PollFlags::POLLIN)];
+            let ms = left.as_millis().min(u16::MAX as u128) as u16;
+            match poll(&mut fds, PollTimeout::from(ms)) {
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => return Err(RuntimeError::sys("poll init report", e)),
+            }
+        }
+        let _ = fs::remove_file(&self.path);
+        if msg.is_empty() {
+            Ok(())
+        } else {
+            let text = String::from_utf8_lossy(&msg);
+            Err(RuntimeError::Init(text.trim().to_string()))
+        }
+    }
+}
+
+/// Init side: writes the error text to the inherited descriptor. Best effort:
+/// init is about to exit non-zero whatever happens here.
+pub fn send(fd: RawFd, msg: &str) {
+    let mut bytes = msg.as_bytes();
+    // A FIFO write of at most PIPE_BUF bytes is atomic.
+    if bytes.len() > 4000 {
+        bytes = &bytes[..4000];
+    }
+    let _ = nix::unistd::write(crate::sys::fds::borrow(fd), bytes);
+}

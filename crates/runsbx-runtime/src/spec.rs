@@ -1,0 +1,138 @@
+//! Reading a bundle: config.json as raw JSON (for fields oci-spec drops, such
+//! as `process.landlock`) and as a typed Spec, with errors that name the
+//! bundle and the field. Also the sandbox policy runsbx derives from it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use libcontainer::oci_spec::runtime::{LinuxSeccomp, Spec};
+use runsbx_policy::landlock::{self, LandlockPolicy};
+use runsbx_policy::seccomp::{self, SeccompProgram};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, RuntimeError};
+
+/// Refuses config files above this size before parsing them.
+const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+pub struct Bundle {
+    pub dir: PathBuf,
+    pub raw: serde_json::Value,
+    pub spec: Spec,
+}
+
+impl Bundle {
+    pub fn load(dir: &Path) -> Result<Self> {
+        let dir = fs::canonicalize(dir).map_err(|e| RuntimeError::Bundle {
+            path: dir.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        let config = dir.join("config.json");
+        let meta = fs::metadata(&config).map_err(|e| RuntimeError::Bundle {
+            path: dir.clone(),
+            reason: format!("config.json: {e}"),
+        })?;
+        if meta.len() > MAX_CONFIG_BYTES {
+            return Err(RuntimeError::Spec(format!(
+                "{} bytes is larger than the {} byte limit",
+                meta.len(),
+                MAX_CONFIG_BYTES
+            )));
+        }
+        let text =
+            fs::read(&config).map_err(|e| RuntimeError::io(config.display().to_string(), e))?;
+        let raw: serde_json::Value =
+            serde_json::from_slice(&text).map_err(|e| RuntimeError::Spec(e.to_string()))?;
+        let spec: Spec =
+            serde_json::from_value(raw.clone()).map_err(|e| RuntimeError::Spec(e.to_string()))?;
+        let bundle = Self { dir, raw, spec };
+        bundle.check()?;
+        Ok(bundle)
+    }
+
+    /// What libcontainer would find late or not at all, checked before any
+    /// state is written.
+    fn check(&self) -> Result<()> {
+        let version = self.spec.version();
+        if !version.starts_with("1.") {
+            return Err(RuntimeError::Spec(format!(
+                "ociVersion {version:?} is not supported (runsbx supports 1.x)"
+            )));
+        }
+        let root = self
+            .spec
+            .root()
+            .as_ref()
+            .ok_or_else(|| RuntimeError::Spec("root is missing".into()))?;
+        let rootfs = self.dir.join(root.path());
+        match fs::metadata(&rootfs) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(RuntimeError::Spec(format!(
+                    "root.path {}: not a directory",
+                    rootfs.display()
+                )))
+            }
+            Err(e) => {
+                return Err(RuntimeError::Spec(format!(
+                    "root.path {}: {e}",
+                    rootfs.display()
+                )))
+            }
+        }
+        let process = self
+            .spec
+            .process()
+            .as_ref()
+            .ok_or_else(|| RuntimeError::Spec("process is missing".into()))?;
+        if process.args().as_ref().is_none_or(|a| a.is_empty()) {
+            return Err(RuntimeError::Spec("process.args is empty".into()));
+        }
+        if self.spec.linux().is_none() {
+            return Err(RuntimeError::Spec("linux is missing".into()));
+        }
+        for (i, m) in self.spec.mounts().iter().flatten().enumerate() {
+            if !m.destination().is_absolute() {
+                return Err(RuntimeError::Spec(format!(
+                    "mounts[{i}].destination {}: not an absolute path",
+                    m.destination().display()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn rootfs(&self) -> PathBuf {
+        let root = self.spec.root().as_ref().expect("checked in load");
+        self.dir.join(root.path())
+    }
+}
+
+/// The layers runsbx itself applies in the container's init, in the form
+/// saved in the state dir so `exec` applies the same to new processes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SandboxPolicy {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seccomp: Option<LinuxSeccomp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landlock: Option<LandlockPolicy>,
+}
+
+impl SandboxPolicy {
+    /// Reads both layers from the bundle, refusing what cannot be enforced:
+    /// a profile that fails to compile stops the container here, before
+    /// anything exists (libcontainer without libseccomp would ignore it).
+    pub fn from_bundle(bundle: &Bundle) -> Result<Self> {
+        let seccomp = bundle
+            .spec
+            .linux()
+            .as_ref()
+            .and_then(|l| l.seccomp().clone());
+        let landlock = landlock::from_config(&bundle.raw)?;
+        Ok(Self { seccomp, landlock })
+    }
+
+    pub fn compile_seccomp(&self) -> Result<Option<SeccompProgram>> {
+        Ok(self.seccomp.as_ref().map(seccomp::compile).transpose()?)
+    }
+}

@@ -1,0 +1,233 @@
+//! The command line: clap types only, no behaviour. Flags follow runc's
+//! spelling so that containerd's shim and podman's conmon can drive runsbx
+//! unchanged; see docs/runsbx.1.md for what each one does.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "runsbx",
+    about = "An OCI runtime for code nobody vouched for",
+    disable_version_flag = true
+)]
+pub struct Cli {
+    /// Directory for container state (default /run/runsbx, or
+    /// $XDG_RUNTIME_DIR/runsbx for non-root users).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Append log lines to FILE instead of stderr.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Format of the log: text or json (runc's {level, msg, time} lines).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Log debug messages, libcontainer's included.
+    #[arg(long, global = true)]
+    pub debug: bool,
+    /// Manage cgroups through systemd.
+    #[arg(long, global = true)]
+    pub systemd_cgroup: bool,
+    /// Rootless mode: true, false or auto (accepted; runsbx decides from its
+    /// effective uid). Before the command, as with runc.
+    #[arg(long, value_name = "BOOL", default_value = "auto", num_args = 0..=1, default_missing_value = "true", require_equals = true)]
+    pub rootless: String,
+    /// Print the version and exit.
+    #[arg(short = 'v', long)]
+    pub version: bool,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    Table,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create a container from a bundle; its process waits for `start`.
+    Create(Create),
+    /// Start a created container.
+    Start(Id),
+    /// Create, start and wait for a container, then delete it.
+    Run(Run),
+    /// Print a container's state as runtime-spec JSON.
+    State(Id),
+    /// Send a signal (default SIGTERM) to a container's init process.
+    Kill(Kill),
+    /// Delete a container and its resources.
+    Delete(Delete),
+    /// List containers.
+    List(List),
+    /// List the processes of a container.
+    Ps(Ps),
+    /// Run a new process in a running container.
+    Exec(Exec),
+    /// Freeze every process of a container.
+    Pause(Id),
+    /// Thaw a paused container.
+    Resume(Id),
+    /// Print what this runtime supports, as runtime-spec features JSON.
+    Features,
+    /// Write a default config.json.
+    Spec(SpecCmd),
+}
+
+#[derive(Debug, Args)]
+pub struct Id {
+    pub id: String,
+}
+
+#[derive(Debug, Args)]
+pub struct CreateFlags {
+    /// Bundle directory (holding config.json).
+    #[arg(short, long, default_value = ".", value_name = "DIR")]
+    pub bundle: PathBuf,
+    /// Write the container process's PID here.
+    #[arg(long, value_name = "FILE")]
+    pub pid_file: Option<PathBuf>,
+    /// Unix socket that receives the pty master when process.terminal is set.
+    #[arg(long, value_name = "SOCKET")]
+    pub console_socket: Option<PathBuf>,
+    /// Use MS_MOVE instead of pivot_root (for a rootfs on ramfs).
+    #[arg(long)]
+    pub no_pivot: bool,
+    /// Accepted for runc compatibility: runsbx never creates a session keyring.
+    #[arg(long)]
+    pub no_new_keyring: bool,
+    /// Pass N extra descriptors (3 .. 3+N-1) to the container process.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub preserve_fds: i32,
+    /// Send a pidfd of the container process to this unix socket.
+    #[arg(long, value_name = "SOCKET")]
+    pub pidfd_socket: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct Create {
+    #[command(flatten)]
+    pub flags: CreateFlags,
+    /// Accepted for runc compatibility: create always detaches.
+    #[arg(short, long, hide = true)]
+    pub detach: bool,
+    pub id: String,
+}
+
+#[derive(Debug, Args)]
+pub struct Run {
+    #[command(flatten)]
+    pub flags: CreateFlags,
+    /// Start the container and return without waiting for it.
+    #[arg(short, long)]
+    pub detach: bool,
+    /// Keep the container's state after it exits.
+    #[arg(long)]
+    pub keep: bool,
+    pub id: String,
+}
+
+#[derive(Debug, Args)]
+pub struct Kill {
+    /// Signal every process of the container, not only init.
+    #[arg(short, long)]
+    pub all: bool,
+    pub id: String,
+    /// Signal name (KILL, SIGKILL) or number; default SIGTERM.
+    pub signal: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct Delete {
+    /// Kill the container first if it is still running.
+    #[arg(short, long)]
+    pub force: bool,
+    pub id: String,
+}
+
+#[derive(Debug, Args)]
+pub struct List {
+    #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
+    pub format: ListFormat,
+    /// Print only container ids.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct Ps {
+    #[arg(short, long, value_enum, default_value_t = ListFormat::Table)]
+    pub format: ListFormat,
+    pub id: String,
+    /// Options passed to ps(1) for the table format (default -ef).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub ps_args: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct Exec {
+    /// JSON file with a runtime-spec process to run.
+    #[arg(short, long, value_name = "FILE")]
+    pub process: Option<PathBuf>,
+    /// Return once the process is started.
+    #[arg(short, long)]
+    pub detach: bool,
+    #[arg(long, value_name = "FILE")]
+    pub pid_file: Option<PathBuf>,
+    /// Allocate a pty (with --console-socket when detached).
+    #[arg(short, long)]
+    pub tty: bool,
+    #[arg(long, value_name = "SOCKET")]
+    pub console_socket: Option<PathBuf>,
+    /// Set an environment variable (KEY=VALUE); repeatable.
+    #[arg(short, long, value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// Working directory inside the container.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// UID[:GID] to run as.
+    #[arg(short, long, value_name = "UID[:GID]")]
+    pub user: Option<String>,
+    /// Additional group ids; repeatable.
+    #[arg(short = 'g', long, value_name = "GID")]
+    pub additional_gids: Vec<u32>,
+    /// Add a capability (CAP_...); repeatable.
+    #[arg(short, long, value_name = "CAP")]
+    pub cap: Vec<String>,
+    /// Set no_new_privs for the process.
+    #[arg(long)]
+    pub no_new_privs: bool,
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub preserve_fds: i32,
+    /// Accepted for runc compatibility; SELinux labels are not supported.
+    #[arg(long, value_name = "LABEL", hide = true)]
+    pub process_label: Option<String>,
+    /// Accepted for runc compatibility; AppArmor is not supported.
+    #[arg(long, value_name = "PROFILE", hide = true)]
+    pub apparmor: Option<String>,
+    /// Accepted for runc compatibility: the pidfd is sent when given.
+    #[arg(long, value_name = "SOCKET")]
+    pub pidfd_socket: Option<PathBuf>,
+    pub id: String,
+    /// Command and arguments (when no --process is given).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SpecCmd {
+    /// Where to write config.json.
+    #[arg(short, long, default_value = ".", value_name = "DIR")]
+    pub bundle: PathBuf,
+    /// Write a spec for a rootless container of the invoking user.
+    #[arg(long)]
+    pub rootless: bool,
+}

@@ -1,0 +1,97 @@
+use anyhow::{bail, Context, Result};
+use runsbx_runtime::monitor::Monitor;
+use runsbx_runtime::ExecOptions;
+
+use super::Ctx;
+use crate::cli::Exec;
+
+pub fn run(ctx: &Ctx, a: Exec) -> Result<u8> {
+    // Nothing that changes isolation is accepted and then ignored.
+    if a.apparmor.is_some() {
+        bail!("--apparmor: AppArmor profiles are not supported by runsbx");
+    }
+    if a.process_label.is_some() {
+        bail!("--process-label: SELinux labels are not supported by runsbx");
+    }
+    if a.process.is_none() && a.command.is_empty() {
+        bail!("no command given: pass a command or --process FILE");
+    }
+    if a.tty && a.process.is_none() {
+        bail!("--tty needs --process FILE with \"terminal\": true (and --console-socket)");
+    }
+    if a.tty && a.console_socket.is_none() {
+        bail!("--tty needs --console-socket: runsbx does not relay a pty itself yet");
+    }
+    let user = a.user.as_deref().map(parse_user).transpose()?;
+    let detach = a.detach;
+    let pidfd_socket = a.pidfd_socket.clone();
+    let id = a.id.clone();
+    let opts = ExecOptions {
+        id: a.id,
+        process: a.process,
+        args: a.command,
+        env: a.env,
+        cwd: a.cwd,
+        user,
+        additional_gids: a.additional_gids,
+        tty: a.tty,
+        console_socket: a.console_socket,
+        pid_file: a.pid_file,
+        detach,
+        preserve_fds: a.preserve_fds,
+        no_new_privs: a.no_new_privs,
+        cap: a.cap,
+    };
+    let pid = ctx.rt.exec(opts)?;
+    if let Some(sock) = &pidfd_socket {
+        runsbx_runtime::sys::pidfd::send(sock, pid)?;
+    }
+    if detach {
+        return Ok(0);
+    }
+    let monitor = Monitor::new().with_context(|| format!("exec {id}"))?;
+    let exit = monitor.wait(pid, None, || false)?;
+    Ok(exit.status().clamp(0, 255) as u8)
+}
+
+/// `UID` or `UID:GID`, numbers only: a name lookup would read the host's
+/// passwd, not the container's, and could map to the wrong user.
+pub fn parse_user(s: &str) -> Result<(u32, Option<u32>)> {
+    let num = |p: &str, what: &str| -> Result<u32> {
+        if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+            bail!("--user {s:?}: {what} must be a number");
+        }
+        p.parse::<u32>()
+            .map_err(|_| anyhow::anyhow!("--user {s:?}: {what} is out of range"))
+    };
+    match s.split_once(':') {
+        Some((u, g)) => Ok((num(u, "uid")?, Some(num(g, "gid")?))),
+        None => Ok((num(s, "uid")?, None)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn users() {
+        assert_eq!(parse_user("1000").unwrap(), (1000, None));
+        assert_eq!(parse_user("0:0").unwrap(), (0, Some(0)));
+        assert_eq!(parse_user("65534:65534").unwrap(), (65534, Some(65534)));
+        for bad in [
+            "",
+            ":",
+            "root",
+            "1000:",
+            ":1000",
+            "-1",
+            "1:2:3",
+            "4294967296",
+            "1 ",
+            "+1",
+        ] {
+            assert!(parse_user(bad).is_err(), "{bad:?}");
+        }
+    }
+}

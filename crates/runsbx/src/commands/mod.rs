@@ -1,0 +1,99 @@
+//! One module per command. Each gathers its arguments, calls the runtime
+//! core and adds context; logic worth a unit test lives in the library crates.
+
+mod create;
+mod delete;
+mod exec;
+mod features;
+mod kill;
+mod list;
+mod pause;
+mod ps;
+mod run;
+mod spec;
+mod start;
+mod state;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use runsbx_runtime::Runtime;
+
+use crate::cli::Command;
+use crate::logging::Logger;
+
+pub struct Ctx {
+    pub rt: Runtime,
+    #[allow(dead_code)]
+    pub logger: &'static Logger,
+}
+
+impl Ctx {
+    pub fn new(root: &Option<PathBuf>, systemd_cgroup: bool, logger: &'static Logger) -> Self {
+        let root = root.clone().unwrap_or_else(default_root);
+        Self {
+            rt: Runtime::new(root, systemd_cgroup),
+            logger,
+        }
+    }
+}
+
+/// /run/runsbx for root; $XDG_RUNTIME_DIR/runsbx for other users, since they
+/// cannot write /run.
+fn default_root() -> PathBuf {
+    if nix::unistd::geteuid().is_root() {
+        return PathBuf::from("/run/runsbx");
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(dir) if Path::new(&dir).is_absolute() => Path::new(&dir).join("runsbx"),
+        _ => std::env::temp_dir().join(format!("runsbx-{}", nix::unistd::geteuid())),
+    }
+}
+
+impl Command {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Create(_) => "create",
+            Command::Start(_) => "start",
+            Command::Run(_) => "run",
+            Command::State(_) => "state",
+            Command::Kill(_) => "kill",
+            Command::Delete(_) => "delete",
+            Command::List(_) => "list",
+            Command::Ps(_) => "ps",
+            Command::Exec(_) => "exec",
+            Command::Pause(_) => "pause",
+            Command::Resume(_) => "resume",
+            Command::Features => "features",
+            Command::Spec(_) => "spec",
+        }
+    }
+}
+
+/// Runs a command; the Ok value is the process exit code.
+pub fn dispatch(ctx: &Ctx, command: Command) -> Result<u8> {
+    match command {
+        Command::Create(a) => create::run(ctx, a).map(|_| 0),
+        Command::Start(a) => start::run(ctx, &a.id).map(|_| 0),
+        Command::Run(a) => run::run(ctx, a),
+        Command::State(a) => state::run(ctx, &a.id).map(|_| 0),
+        Command::Kill(a) => kill::run(ctx, a).map(|_| 0),
+        Command::Delete(a) => delete::run(ctx, a).map(|_| 0),
+        Command::List(a) => list::run(ctx, a).map(|_| 0),
+        Command::Ps(a) => ps::run(ctx, a).map(|_| 0),
+        Command::Exec(a) => exec::run(ctx, a),
+        Command::Pause(a) => pause::pause(ctx, &a.id).map(|_| 0),
+        Command::Resume(a) => pause::resume(ctx, &a.id).map(|_| 0),
+        Command::Features => features::run().map(|_| 0),
+        Command::Spec(a) => spec::run(a).map(|_| 0),
+    }
+}
+
+/// `--version`, in runc's layout (containerd and podman parse the first
+/// line's last word and the `spec:` line).
+pub fn version() -> String {
+    format!(
+        "runsbx version {}\nspec: 1.0.2\nlibcontainer: 0.7.0\n",
+        env!("CARGO_PKG_VERSION")
+    )
+}

@@ -1,0 +1,157 @@
+//! Logging in runc's formats. containerd's shim and conmon read errors back
+//! from the `--log` file, one JSON object a line with `level`, `msg`, `time`;
+//! the text format is logrus's `time=... level=... msg=...`.
+//!
+//! Without `--debug`, only warnings and errors are kept, and libcontainer's
+//! own events are dropped: they repeat, less clearly, the one error line
+//! runsbx prints itself.
+
+use std::fmt::Write as _;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+
+use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::layer::{Context, Layer};
+use tracing_subscriber::prelude::*;
+
+use crate::cli::LogFormat;
+
+enum Sink {
+    File(Mutex<File>),
+    Stderr,
+}
+
+pub struct Logger {
+    sink: Sink,
+    format: LogFormat,
+    debug: bool,
+}
+
+impl Logger {
+    fn write(&self, level: Level, msg: &str) {
+        let line = format_line(self.format, level, msg);
+        match &self.sink {
+            Sink::File(f) => {
+                if let Ok(mut f) = f.lock() {
+                    let _ = f.write_all(line.as_bytes());
+                }
+            }
+            Sink::Stderr => {
+                let _ = std::io::stderr().write_all(line.as_bytes());
+            }
+        }
+    }
+
+    /// Records the final error of a command in the log file. Without a file
+    /// the caller prints it to stderr itself, once.
+    pub fn error(&self, msg: &str) {
+        if matches!(self.sink, Sink::File(_)) {
+            self.write(Level::ERROR, msg);
+        }
+    }
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, true)
+}
+
+fn level_name(level: Level) -> &'static str {
+    match level {
+        Level::ERROR => "error",
+        Level::WARN => "warning",
+        Level::INFO => "info",
+        Level::DEBUG => "debug",
+        Level::TRACE => "trace",
+    }
+}
+
+pub fn format_line(format: LogFormat, level: Level, msg: &str) -> String {
+    match format {
+        LogFormat::Json => {
+            let obj = serde_json::json!({ "level": level_name(level), "msg": msg, "time": now() });
+            format!("{obj}\n")
+        }
+        LogFormat::Text => format!(
+            "time={:?} level={} msg={:?}\n",
+            now(),
+            level_name(level),
+            msg
+        ),
+    }
+}
+
+struct MessageVisitor(String);
+
+impl Visit for MessageVisitor {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            let _ = write!(self.0, "{value:?}");
+        } else {
+            let _ = write!(self.0, " {}={value:?}", field.name());
+        }
+    }
+}
+
+struct TracingLayer(&'static Logger);
+
+impl<S: Subscriber> Layer<S> for TracingLayer {
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let meta = event.metadata();
+        let ours = meta.target().starts_with("runsbx");
+        if !self.0.debug && (!ours || *meta.level() > Level::WARN) {
+            return;
+        }
+        let mut v = MessageVisitor(String::new());
+        event.record(&mut v);
+        self.0.write(*meta.level(), v.0.trim());
+    }
+}
+
+/// Opens the log and installs it as the tracing subscriber. An unopenable
+/// log file is an error: the shim would otherwise lose our messages.
+pub fn init(
+    path: Option<&Path>,
+    format: LogFormat,
+    debug: bool,
+) -> std::io::Result<&'static Logger> {
+    let sink = match path {
+        Some(p) => Sink::File(Mutex::new(
+            OpenOptions::new().create(true).append(true).open(p)?,
+        )),
+        None => Sink::Stderr,
+    };
+    let logger: &'static Logger = Box::leak(Box::new(Logger {
+        sink,
+        format,
+        debug,
+    }));
+    let _ = tracing_subscriber::registry()
+        .with(TracingLayer(logger))
+        .try_init();
+    Ok(logger)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_line_has_runc_fields() {
+        let line = format_line(LogFormat::Json, Level::ERROR, "boom \"x\"");
+        let v: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+        assert_eq!(v["level"], "error");
+        assert_eq!(v["msg"], "boom \"x\"");
+        let t = v["time"].as_str().unwrap();
+        assert_eq!(t.len(), "2026-11-29T09:00:00.000000000Z".len(), "{t}");
+        assert!(t.ends_with('Z'));
+    }
+
+    #[test]
+    fn text_line_is_logfmt() {
+        let line = format_line(LogFormat::Text, Level::WARN, "a b");
+        assert!(line.contains("level=warning msg=\"a b\""), "{line}");
+    }
+}

@@ -1,0 +1,282 @@
+//! Shared helpers for the integration tests: they run the real `runsbx`
+//! binary, as root, against the real kernel, each test with its own state
+//! root so tests can run in parallel.
+#![allow(dead_code)]
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+pub fn runsbx_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_runsbx"))
+}
+
+/// The suite needs root (namespaces, cgroups, mounts). Fails, never skips:
+/// CI runs as root, and a silent skip would hide a missing layer.
+pub fn require_root() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test needs root (namespaces, cgroups, mounts): run the suite as root, e.g. `sudo hack/test`"
+    );
+}
+
+pub fn require_file(path: &str, package: &str) {
+    assert!(
+        Path::new(path).exists(),
+        "{path} is missing: install Debian's {package} (hack/setup-ci does)"
+    );
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A unique container id for this test process.
+pub fn unique_id(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+pub struct Env {
+    pub tmp: tempfile::TempDir,
+    pub root: PathBuf,
+}
+
+impl Env {
+    pub fn new() -> Self {
+        require_root();
+        let tmp = tempfile::Builder::new()
+            .prefix("runsbx-test-")
+            .tempdir()
+            .expect("tempdir");
+        let root = tmp.path().join("state");
+        Self { tmp, root }
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(runsbx_bin());
+        c.arg("--root").arg(&self.root);
+        c.stdin(Stdio::null());
+        c
+    }
+
+    /// Runs runsbx with stdout and stderr going to files, not pipes: a
+    /// detached container inherits them, and a pipe would stay open (and
+    /// `output()` block) for as long as the container lives.
+    pub fn run(&self, args: &[&str]) -> Output {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let out_path = self.tmp.path().join(format!("out.{n}"));
+        let err_path = self.tmp.path().join(format!("err.{n}"));
+        let status = self
+            .cmd()
+            .args(args)
+            .stdout(fs::File::create(&out_path).unwrap())
+            .stderr(fs::File::create(&err_path).unwrap())
+            .status()
+            .expect("spawn runsbx");
+        Output {
+            status,
+            stdout: fs::read(&out_path).unwrap(),
+            stderr: fs::read(&err_path).unwrap(),
+        }
+    }
+
+    /// Runs and asserts success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "runsbx {args:?} failed ({:?}):\nstdout: {}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    pub fn state(&self, id: &str) -> Value {
+        serde_json::from_str(&self.ok(&["state", id])).expect("state JSON")
+    }
+
+    pub fn wait_status(&self, id: &str, want: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            // Until a concurrent `run` has created it, the container may not
+            // exist yet.
+            let out = self.run(&["state", id]);
+            let s: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+            if s["status"] == want {
+                return s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{id} never became {want}: {s} {}",
+                stderr_of(&out)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn state_entries(&self) -> Vec<String> {
+        match fs::read_dir(&self.root) {
+            Ok(rd) => rd
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// A busybox bundle under this env's temp dir.
+    pub fn bundle(&self, name: &str, args: &[&str]) -> Bundle {
+        Bundle::busybox(&self.tmp.path().join(name), args)
+    }
+}
+
+pub struct Bundle {
+    pub dir: PathBuf,
+    pub config: Value,
+}
+
+const APPLETS: &[&str] = &[
+    "sh", "true", "false", "sleep", "cat", "echo", "ls", "id", "kill", "env", "pwd", "readlink",
+    "touch", "mkdir", "rm", "grep", "wc", "head", "stat", "ps", "hostname", "test", "[", "printf",
+];
+
+impl Bundle {
+    /// A rootfs holding only a static busybox and its applet links.
+    pub fn busybox(dir: &Path, args: &[&str]) -> Self {
+        require_file("/usr/bin/busybox", "busybox-static");
+        let rootfs = dir.join("rootfs");
+        fs::create_dir_all(rootfs.join("bin")).unwrap();
+        fs::copy("/usr/bin/busybox", rootfs.join("bin/busybox")).unwrap();
+        for a in APPLETS {
+            symlink("busybox", rootfs.join("bin").join(a)).unwrap();
+        }
+        for d in ["proc", "dev", "tmp", "sys", "etc"] {
+            fs::create_dir_all(rootfs.join(d)).unwrap();
+        }
+        let config = base_config(args);
+        let b = Self {
+            dir: dir.to_path_buf(),
+            config,
+        };
+        b.save();
+        b
+    }
+
+    pub fn save(&self) {
+        fs::write(
+            self.dir.join("config.json"),
+            serde_json::to_vec_pretty(&self.config).unwrap(),
+        )
+        .unwrap();
+    }
+
+    pub fn path(&self) -> &str {
+        self.dir.to_str().unwrap()
+    }
+
+    /// Adds a file to the rootfs (e.g. the probe).
+    pub fn add_file(&self, src: &Path, dest: &str) {
+        let to = self.dir.join("rootfs").join(dest.trim_start_matches('/'));
+        fs::create_dir_all(to.parent().unwrap()).unwrap();
+        fs::copy(src, &to).unwrap();
+    }
+}
+
+/// The config the tests start from: runc's defaults, minus capabilities.
+pub fn base_config(args: &[&str]) -> Value {
+    json!({
+        "ociVersion": "1.0.2",
+        "root": { "path": "rootfs", "readonly": false },
+        "hostname": "test",
+        "process": {
+            "terminal": false,
+            "user": { "uid": 0, "gid": 0 },
+            "args": args,
+            "env": ["PATH=/bin", "TERM=xterm"],
+            "cwd": "/",
+            "capabilities": { "bounding": [], "effective": [], "permitted": [], "inheritable": [], "ambient": [] },
+            "noNewPrivileges": true
+        },
+        "mounts": [
+            { "destination": "/proc", "type": "proc", "source": "proc" },
+            { "destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "strictatime", "mode=755", "size=65536k"] },
+            { "destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "size=16m"] }
+        ],
+        "linux": {
+            "namespaces": [ { "type": "pid" }, { "type": "network" }, { "type": "ipc" }, { "type": "uts" }, { "type": "mount" } ],
+            "maskedPaths": ["/proc/kcore", "/proc/keys", "/proc/timer_list"],
+            "readonlyPaths": ["/proc/sys", "/proc/sysrq-trigger"]
+        }
+    })
+}
+
+pub fn pid_alive(pid: i32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => {
+            // State is the field after the parenthesised command name.
+            let state = s.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        }
+        Err(_) => false,
+    }
+}
+
+/// cgroup directories whose name mentions `id`, under every hierarchy.
+pub fn cgroups_named(id: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(hier) = fs::read_dir("/sys/fs/cgroup") else {
+        return found;
+    };
+    for h in hier.flatten() {
+        let mut stack = vec![h.path()];
+        while let Some(dir) = stack.pop() {
+            let Ok(rd) = fs::read_dir(&dir) else { continue };
+            for e in rd.flatten() {
+                if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                    if e.file_name().to_string_lossy().contains(id) {
+                        found.push(e.path());
+                    }
+                    if stack.len() < 64 {
+                        stack.push(e.path());
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+pub fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// One clear line, non-zero exit.
+pub fn assert_one_line_error(out: &Output, needle: &str) {
+    let err = stderr_of(out);
+    assert!(
+        !out.status.success(),
+        "expected failure, got success; stderr: {err}"
+    );
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "expected one error line, got:\n{err}"
+    );
+    assert!(
+        err.starts_with("runsbx: "),
+        "error line should start with runsbx: {err}"
+    );
+    assert!(
+        err.contains(needle),
+        "error line should mention {needle:?}: {err}"
+    );
+}

@@ -1,0 +1,380 @@
+//! The runc command line, driven end to end: create, start, state, kill,
+//! delete, run, exec, pause, resume, list, ps.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::Stdio;
+
+use common::*;
+
+#[test]
+fn create_start_kill_delete() {
+    let env = Env::new();
+    let b = env.bundle("b", &["sleep", "1000"]);
+    let id = unique_id("life");
+    let pid_file = env.tmp.path().join("pid");
+    env.ok(&[
+        "create",
+        "--bundle",
+        b.path(),
+        "--pid-file",
+        pid_file.to_str().unwrap(),
+        &id,
+    ]);
+
+    let s = env.state(&id);
+    assert_eq!(s["status"], "created", "{s}");
+    let pid = s["pid"].as_i64().unwrap() as i32;
+    assert!(pid > 0);
+    let file_pid: i32 = fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(file_pid, pid, "pid file and state disagree");
+    assert_eq!(s["id"], id.as_str());
+    assert_eq!(
+        Path::new(s["bundle"].as_str().unwrap()),
+        fs::canonicalize(&b.dir).unwrap()
+    );
+
+    env.ok(&["start", &id]);
+    let s = env.state(&id);
+    assert_eq!(s["status"], "running", "{s}");
+    // No wrapper: the reported PID is the workload itself.
+    let exe = fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    assert!(
+        exe.ends_with("bin/busybox"),
+        "pid {pid} runs {exe:?}, not the workload"
+    );
+
+    env.ok(&["kill", &id, "KILL"]);
+    env.wait_status(&id, "stopped");
+    env.ok(&["delete", &id]);
+    assert!(
+        env.state_entries().is_empty(),
+        "state left: {:?}",
+        env.state_entries()
+    );
+    assert!(
+        cgroups_named(&id).is_empty(),
+        "cgroups left: {:?}",
+        cgroups_named(&id)
+    );
+    assert!(!pid_alive(pid));
+}
+
+#[test]
+fn run_forwards_exit_codes() {
+    let env = Env::new();
+    for (args, want) in [(vec!["true"], 0), (vec!["sh", "-c", "exit 7"], 7)] {
+        let b = env.bundle(&unique_id("exit"), &args);
+        let id = unique_id("run");
+        let out = env.run(&["run", "--bundle", b.path(), &id]);
+        assert_eq!(
+            out.status.code(),
+            Some(want),
+            "{args:?}: {}",
+            stderr_of(&out)
+        );
+        assert!(!env.root.join(&id).exists(), "run left state for {id}");
+    }
+}
+
+#[test]
+fn run_reports_death_by_signal_as_128_plus_n() {
+    let env = Env::new();
+    // PID 1 of a pid namespace cannot SIGKILL itself; kill it from outside.
+    let b = env.bundle("b", &["sleep", "1000"]);
+    let id = unique_id("sig");
+    let mut child = env
+        .cmd()
+        .args(["run", "--bundle", b.path(), &id])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    env.wait_status(&id, "running");
+    env.ok(&["kill", &id, "KILL"]);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(137));
+    assert!(!env.root.join(&id).exists());
+}
+
+#[test]
+fn run_forwards_signals() {
+    let env = Env::new();
+    let b = env.bundle(
+        "b",
+        &[
+            "sh",
+            "-c",
+            "trap 'exit 9' USR1; while true; do sleep 0.05; done",
+        ],
+    );
+    let id = unique_id("fwd");
+    let child = env
+        .cmd()
+        .args(["run", "--bundle", b.path(), &id])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    env.wait_status(&id, "running");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGUSR1,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(9));
+}
+
+#[test]
+fn run_passes_stdio_through() {
+    let env = Env::new();
+    let b = env.bundle(
+        "b",
+        &["sh", "-c", "read line; echo got:$line; echo err >&2"],
+    );
+    let id = unique_id("stdio");
+    let mut child = env
+        .cmd()
+        .args(["run", "--bundle", b.path(), &id])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "got:hello\n");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "err\n");
+}
+
+#[test]
+fn run_keep_and_detach() {
+    let env = Env::new();
+    let b = env.bundle("b", &["sh", "-c", "exit 3"]);
+    let id = unique_id("keep");
+    let out = env.run(&["run", "--keep", "--bundle", b.path(), &id]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(env.state(&id)["status"], "stopped");
+    env.ok(&["delete", &id]);
+
+    let b = env.bundle("d", &["sleep", "1000"]);
+    let id = unique_id("detach");
+    env.ok(&["run", "-d", "--bundle", b.path(), &id]);
+    assert_eq!(env.state(&id)["status"], "running");
+    env.ok(&["delete", "--force", &id]);
+    assert!(env.state_entries().is_empty());
+}
+
+#[test]
+fn exec_into_running_container() {
+    let env = Env::new();
+    let b = env.bundle("b", &["sleep", "1000"]);
+    let id = unique_id("exec");
+    env.ok(&["run", "-d", "--bundle", b.path(), &id]);
+    let out = env.ok(&[
+        "exec",
+        &id,
+        "sh",
+        "-c",
+        "echo inside; cat /proc/1/cmdline | head -c 5",
+    ]);
+    assert_eq!(out, "inside\nsleep");
+    let code = env.run(&["exec", &id, "sh", "-c", "exit 5"]).status.code();
+    assert_eq!(code, Some(5));
+
+    // --detach with a pid file, as podman and containerd call it.
+    let pid_file = env.tmp.path().join("exec.pid");
+    env.ok(&[
+        "exec",
+        "--detach",
+        "--pid-file",
+        pid_file.to_str().unwrap(),
+        &id,
+        "sleep",
+        "500",
+    ]);
+    let pid: i32 = fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(pid_alive(pid));
+    let ps: Vec<i32> = serde_json::from_str(&env.ok(&["ps", "--format", "json", &id])).unwrap();
+    assert!(ps.contains(&pid), "ps {ps:?} lacks exec pid {pid}");
+    assert!(ps.contains(&(env.state(&id)["pid"].as_i64().unwrap() as i32)));
+
+    // --process with a runtime-spec process JSON.
+    let proc_file = env.tmp.path().join("process.json");
+    fs::write(
+        &proc_file,
+        r#"{"terminal":false,"user":{"uid":0,"gid":0},"args":["sh","-c","echo $FOO"],"env":["PATH=/bin","FOO=bar"],"cwd":"/"}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        env.ok(&["exec", "--process", proc_file.to_str().unwrap(), &id]),
+        "bar\n"
+    );
+    assert_eq!(
+        env.ok(&[
+            "exec",
+            "-e",
+            "X=1",
+            "--cwd",
+            "/tmp",
+            &id,
+            "sh",
+            "-c",
+            "echo $X $(pwd)"
+        ]),
+        "1 /tmp\n"
+    );
+
+    env.ok(&["delete", "--force", &id]);
+    assert!(!pid_alive(pid), "exec'd process survived delete --force");
+}
+
+#[test]
+fn pause_and_resume() {
+    let env = Env::new();
+    let b = env.bundle("b", &["sleep", "1000"]);
+    let id = unique_id("pause");
+    env.ok(&["run", "-d", "--bundle", b.path(), &id]);
+    env.ok(&["pause", &id]);
+    assert_eq!(env.state(&id)["status"], "paused");
+    env.ok(&["resume", &id]);
+    assert_eq!(env.state(&id)["status"], "running");
+    env.ok(&["delete", "--force", &id]);
+}
+
+#[test]
+fn list_formats() {
+    let env = Env::new();
+    assert_eq!(env.ok(&["list", "-q"]), "");
+    let b = env.bundle("b", &["sleep", "1000"]);
+    let id = unique_id("list");
+    env.ok(&["create", "--bundle", b.path(), &id]);
+    assert_eq!(env.ok(&["list", "-q"]), format!("{id}\n"));
+    let table = env.ok(&["list"]);
+    let mut lines = table.lines();
+    assert!(lines.next().unwrap().starts_with("ID"), "{table}");
+    let row = lines.next().unwrap();
+    assert!(row.starts_with(&id) && row.contains("created"), "{table}");
+    let json: serde_json::Value =
+        serde_json::from_str(&env.ok(&["list", "--format", "json"])).unwrap();
+    assert_eq!(json[0]["id"], id.as_str());
+    assert_eq!(json[0]["status"], "created");
+    env.ok(&["delete", &id]);
+    assert_eq!(env.ok(&["list", "--format", "json"]).trim(), "[]");
+}
+
+#[test]
+fn delete_force_leaves_nothing() {
+    let env = Env::new();
+    let b = env.bundle("b", &["sh", "-c", "sleep 1000 & sleep 1000"]);
+    let id = unique_id("force");
+    env.ok(&["run", "-d", "--bundle", b.path(), &id]);
+    let pid = env.state(&id)["pid"].as_i64().unwrap() as i32;
+    let pids: Vec<i32> = serde_json::from_str(&env.ok(&["ps", "-f", "json", &id])).unwrap();
+    assert!(
+        !cgroups_named(&id).is_empty(),
+        "the container should have a cgroup"
+    );
+    let out = env.run(&["delete", &id]);
+    assert!(
+        !out.status.success(),
+        "delete of a running container needs --force"
+    );
+    env.ok(&["delete", "--force", &id]);
+    assert!(env.state_entries().is_empty());
+    assert!(
+        cgroups_named(&id).is_empty(),
+        "cgroups left: {:?}",
+        cgroups_named(&id)
+    );
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    for p in pids.iter().chain([&pid]) {
+        assert!(!pid_alive(*p), "process {p} survived");
+    }
+    // The shim deletes twice; the second --force is a no-op.
+    env.ok(&["delete", "--force", &id]);
+}
+
+#[test]
+fn kill_signals_and_state() {
+    let env = Env::new();
+    // A shell that traps TERM proves the signal arrives and that `kill`
+    // does not mark a container stopped while it still runs.
+    let b = env.bundle(
+        "b",
+        &[
+            "sh",
+            "-c",
+            "trap 'exit 42' TERM; while true; do sleep 0.05; done",
+        ],
+    );
+    let id = unique_id("kill");
+    env.ok(&["run", "-d", "--bundle", b.path(), &id]);
+    env.ok(&["kill", &id, "WINCH"]);
+    assert_eq!(env.state(&id)["status"], "running");
+    env.ok(&["kill", &id]); // SIGTERM by default
+    env.wait_status(&id, "stopped");
+    env.ok(&["delete", &id]);
+}
+
+#[test]
+fn version_and_features() {
+    let env = Env::new();
+    let v = env.ok(&["--version"]);
+    assert!(v.starts_with("runsbx version "), "{v}");
+    assert!(v.contains("\nspec: 1."), "{v}");
+    let f: serde_json::Value = serde_json::from_str(&env.ok(&["features"])).unwrap();
+    assert_eq!(f["ociVersionMin"], "1.0.0");
+    assert!(f["linux"]["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n == "user"));
+}
+
+#[test]
+fn spec_writes_a_runnable_default() {
+    let env = Env::new();
+    let dir = env.tmp.path().join("spec");
+    fs::create_dir_all(&dir).unwrap();
+    env.ok(&["spec", "--bundle", dir.to_str().unwrap()]);
+    let v: serde_json::Value =
+        serde_json::from_slice(&fs::read(dir.join("config.json")).unwrap()).unwrap();
+    assert_eq!(v["root"]["path"], "rootfs");
+    let out = env.run(&["spec", "--bundle", dir.to_str().unwrap()]);
+    assert_one_line_error(&out, "exists");
+    let rl = env.tmp.path().join("rootless");
+    fs::create_dir_all(&rl).unwrap();
+    env.ok(&["spec", "--rootless", "--bundle", rl.to_str().unwrap()]);
+    let v: serde_json::Value =
+        serde_json::from_slice(&fs::read(rl.join("config.json")).unwrap()).unwrap();
+    assert!(v["linux"]["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n["type"] == "user"));
+}
+
+#[test]
+fn hello_bundle_runs_as_is() {
+    let env = Env::new();
+    let hello = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bundles/hello");
+    let id = unique_id("hello");
+    let out = env.ok(&["run", "--bundle", hello.to_str().unwrap(), &id]);
+    assert!(
+        out.starts_with("Hello from runsbx: PID 1 on hello"),
+        "{out}"
+    );
+}
