@@ -11,6 +11,7 @@ use libcontainer::container::{Container, ContainerStatus};
 use libcontainer::syscall::syscall::SyscallType;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
+use runsbx_policy::landlock::LandlockDefault;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, RuntimeError};
@@ -28,6 +29,9 @@ const MAX_ID_LEN: usize = 200;
 pub struct Runtime {
     pub root: PathBuf,
     pub systemd_cgroup: bool,
+    /// The operator's Landlock layer for every container (`--landlock-default`
+    /// or /etc/runsbx/config.json).
+    pub landlock_default: LandlockDefault,
 }
 
 #[derive(Debug, Default)]
@@ -134,10 +138,11 @@ fn proc_starttime(pid: i32) -> Option<u64> {
 }
 
 impl Runtime {
-    pub fn new(root: PathBuf, systemd_cgroup: bool) -> Self {
+    pub fn new(root: PathBuf, systemd_cgroup: bool, landlock_default: LandlockDefault) -> Self {
         Self {
             root,
             systemd_cgroup,
+            landlock_default,
         }
     }
 
@@ -157,7 +162,7 @@ impl Runtime {
     pub fn create(&self, opts: CreateOptions) -> Result<Container> {
         validate_id(&opts.id)?;
         let bundle = Bundle::load(&opts.bundle)?;
-        let policy = SandboxPolicy::from_bundle(&bundle)?;
+        let policy = SandboxPolicy::from_bundle(&bundle, &self.landlock_default)?;
         let seccomp = policy.compile_seccomp()?;
         if let Some(p) = &opts.pid_file {
             check_parent_dir(p, "--pid-file")?;

@@ -87,5 +87,12 @@ fn chain(err: &LibcontainerError) -> String {
         }
         cur = e.source();
     }
-    parts.join(": ")
+    let text = parts.join(": ");
+    // An error from the container's init arrives wrapped in libcontainer's
+    // boilerplate; the text after its last marker is the real cause.
+    const INIT_MARKER: &str = "error in executing process : ";
+    match text.rfind(INIT_MARKER) {
+        Some(i) => text[i + INIT_MARKER.len()..].to_string(),
+        None => text,
+    }
 }

@@ -32,7 +32,8 @@ use crate::report;
 #[derive(Clone, Default)]
 pub struct SandboxExecutor {
     pub seccomp: Option<SeccompProgram>,
-    pub landlock: Option<LandlockPolicy>,
+    /// Landlock layers, enforced in order (operator default, then bundle).
+    pub landlock: Vec<LandlockPolicy>,
     /// Write end of the report FIFO (init containers only; libcontainer has
     /// its own channel for exec'd processes).
     pub report_fd: Option<RawFd>,
@@ -42,7 +43,7 @@ impl Executor for SandboxExecutor {
     fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
         let (path, _) = resolve(spec).map_err(ExecutorValidationError::ArgValidationError)?;
         check_executable(&path).map_err(ExecutorValidationError::ArgValidationError)?;
-        if let Some(policy) = &self.landlock {
+        for policy in &self.landlock {
             crate::landlock::enforce(policy)
                 .map_err(|e| ExecutorValidationError::ArgValidationError(e.to_string()))?;
         }

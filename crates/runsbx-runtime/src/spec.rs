@@ -6,7 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use libcontainer::oci_spec::runtime::{LinuxSeccomp, Spec};
-use runsbx_policy::landlock::{self, LandlockPolicy};
+use runsbx_policy::landlock::{self, LandlockDefault, LandlockPolicy};
 use runsbx_policy::seccomp::{self, SeccompProgram};
 use serde::{Deserialize, Serialize};
 
@@ -114,21 +114,29 @@ impl Bundle {
 pub struct SandboxPolicy {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seccomp: Option<LinuxSeccomp>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub landlock: Option<LandlockPolicy>,
+    /// Landlock layers, enforced in order: the operator's default, then
+    /// the bundle's own policy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub landlock: Vec<LandlockPolicy>,
 }
 
 impl SandboxPolicy {
     /// Reads both layers from the bundle, refusing what cannot be enforced:
     /// a profile that fails to compile stops the container here, before
     /// anything exists (libcontainer without libseccomp would ignore it).
-    pub fn from_bundle(bundle: &Bundle) -> Result<Self> {
+    pub fn from_bundle(bundle: &Bundle, operator: &LandlockDefault) -> Result<Self> {
         let seccomp = bundle
             .spec
             .linux()
             .as_ref()
             .and_then(|l| l.seccomp().clone());
-        let landlock = landlock::from_config(&bundle.raw)?;
+        let own = landlock::from_config(&bundle.raw)?;
+        let landlock = operator.layers(&bundle.spec, own);
+        // The kernel's ABI is checked here, on the host, so that a policy it
+        // cannot honour fails before any state exists. Init checks again.
+        for layer in &landlock {
+            crate::landlock::preflight(layer).map_err(|e| RuntimeError::Spec(e.to_string()))?;
+        }
         Ok(Self { seccomp, landlock })
     }
 

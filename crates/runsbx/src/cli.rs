@@ -33,6 +33,10 @@ pub struct Cli {
     /// effective uid). Before the command, as with runc.
     #[arg(long, value_name = "BOOL", default_value = "auto", num_args = 0..=1, default_missing_value = "true", require_equals = true)]
     pub rootless: String,
+    /// Operator Landlock layer for every container: off, auto,
+    /// auto-best-effort, or a JSON policy (overrides /etc/runsbx/config.json).
+    #[arg(long, global = true, value_name = "MODE")]
+    pub landlock_default: Option<String>,
     /// Print the version and exit.
     #[arg(short = 'v', long)]
     pub version: bool,

@@ -6,6 +6,7 @@
 
 mod cli;
 mod commands;
+mod config;
 mod logging;
 
 use std::process::ExitCode;
@@ -35,8 +36,17 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let ctx = commands::Ctx::new(&cli.root, cli.systemd_cgroup, logger);
     let name = command.name();
+    let config = match config::load(cli.landlock_default.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            let msg = format!("config: {e:#}");
+            logger.error(&msg);
+            eprintln!("runsbx: {msg}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let ctx = commands::Ctx::new(&cli.root, cli.systemd_cgroup, config, logger);
     match commands::dispatch(&ctx, command) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {

@@ -29,10 +29,15 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    pub fn new(root: &Option<PathBuf>, systemd_cgroup: bool, logger: &'static Logger) -> Self {
+    pub fn new(
+        root: &Option<PathBuf>,
+        systemd_cgroup: bool,
+        config: crate::config::Config,
+        logger: &'static Logger,
+    ) -> Self {
         let root = root.clone().unwrap_or_else(default_root);
         Self {
-            rt: Runtime::new(root, systemd_cgroup),
+            rt: Runtime::new(root, systemd_cgroup, config.landlock),
             logger,
         }
     }
