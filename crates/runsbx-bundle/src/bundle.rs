@@ -36,6 +36,11 @@ pub fn write_bundle(dir: &Path, config: &Value) -> Result<(), BundleError> {
         .mode(0o755)
         .create(dir.join(ROOTFS))
         .map_err(|e| bad(format!("{ROOTFS}: {e}")))?;
+    let mounts = config["mounts"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    make_mountpoints(&dir.join(ROOTFS), mounts).map_err(bad)?;
     let mut text = serde_json::to_vec_pretty(config).map_err(|e| bad(e.to_string()))?;
     text.push(b'\n');
     std::fs::OpenOptions::new()
@@ -45,6 +50,48 @@ pub fn write_bundle(dir: &Path, config: &Value) -> Result<(), BundleError> {
         .open(dir.join("config.json"))
         .and_then(|mut f| f.write_all(&text))
         .map_err(|e| bad(format!("config.json: {e}")))
+}
+
+/// Creates every mount destination in the rootfs: a file for a bind of a
+/// file, a directory otherwise. The container's root is an unprivileged host
+/// user and could not create them in a rootfs owned by the invoker; a
+/// read-only rootfs could not take them at all.
+pub fn make_mountpoints(rootfs: &Path, mounts: &[Value]) -> Result<(), String> {
+    for m in mounts {
+        let Some(dest) = m["destination"].as_str() else {
+            continue;
+        };
+        let rel = dest.trim_start_matches('/');
+        if rel.is_empty() {
+            continue;
+        }
+        let target = rootfs.join(rel);
+        let is_file = m["type"] == "bind"
+            && m["source"]
+                .as_str()
+                .is_some_and(|s| std::fs::metadata(s).is_ok_and(|md| !md.is_dir()));
+        let dir = if is_file {
+            target.parent()
+        } else {
+            Some(target.as_path())
+        };
+        if let Some(dir) = dir {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o755)
+                .create(dir)
+                .map_err(|e| format!("mountpoint {dest}: {e}"))?;
+        }
+        if is_file && !target.exists() {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .mode(0o644)
+                .open(&target)
+                .map_err(|e| format!("mountpoint {dest}: {e}"))?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

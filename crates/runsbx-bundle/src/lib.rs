@@ -20,7 +20,7 @@ pub mod generate;
 mod ldcache;
 mod paths;
 
-pub use bundle::write_bundle;
+pub use bundle::{make_mountpoints, write_bundle};
 pub use discover::{discover, discover_in, Discovery, PythonInfo};
 pub use env::{parse_env_flag, scrub_env, DEFAULT_PATH, ENV_ALLOWLIST};
 pub use error::BundleError;

@@ -8,6 +8,7 @@ pub mod error;
 pub mod executor;
 pub mod landlock;
 pub mod monitor;
+pub mod premount;
 pub mod report;
 pub mod spec;
 pub mod sys;

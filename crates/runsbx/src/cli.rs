@@ -84,6 +84,10 @@ pub enum Command {
     Features,
     /// Write a default config.json.
     Spec(SpecCmd),
+    /// Run one command in a generated minimal sandbox, in the foreground.
+    Sandbox(Sandbox),
+    /// Generate the sandbox bundle for a command, without running it.
+    Gen(Gen),
 }
 
 #[derive(Debug, Args)]
@@ -234,4 +238,46 @@ pub struct SpecCmd {
     /// Write a spec for a rootless container of the invoking user.
     #[arg(long)]
     pub rootless: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SandboxFlags {
+    /// The one read-write directory (absolute; default: a fresh private
+    /// directory, removed afterwards). Also HOME, TMPDIR and the cwd.
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+    /// Also bind PATH read-only (and readable under Landlock); repeatable.
+    #[arg(long, value_name = "PATH")]
+    pub ro: Vec<PathBuf>,
+    /// Set an environment variable inside (KEY=VALUE); repeatable.
+    #[arg(short, long, value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// Set a resource limit, NAME=SOFT[:HARD] (e.g. NOFILE=256, AS=1G);
+    /// repeatable. Defaults: NOFILE=1024, CORE=0.
+    #[arg(long, value_name = "NAME=SOFT[:HARD]")]
+    pub rlimit: Vec<String>,
+    /// The command and its arguments.
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct Sandbox {
+    #[command(flatten)]
+    pub flags: SandboxFlags,
+    /// Write the workload's host PID here once it is known.
+    #[arg(long, value_name = "FILE")]
+    pub pid_file: Option<PathBuf>,
+    /// Container id (default: sandbox-<runsbx's pid>).
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct Gen {
+    #[command(flatten)]
+    pub flags: SandboxFlags,
+    /// Bundle directory to write (must not exist or be empty).
+    #[arg(short, long, value_name = "DIR")]
+    pub output: PathBuf,
 }

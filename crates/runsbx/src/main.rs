@@ -53,7 +53,13 @@ fn main() -> ExitCode {
             let msg = format!("{name}: {err:#}");
             logger.error(&msg);
             eprintln!("runsbx: {msg}");
-            ExitCode::FAILURE
+            // `sandbox` forwards the workload's status; 125 says the
+            // workload never ran, as docker and podman use it.
+            if name == "sandbox" {
+                ExitCode::from(125)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

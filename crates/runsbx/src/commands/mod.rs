@@ -10,6 +10,7 @@ mod list;
 mod pause;
 mod ps;
 mod run;
+mod sandbox;
 mod spec;
 mod start;
 mod state;
@@ -71,6 +72,8 @@ impl Command {
             Command::Resume(_) => "resume",
             Command::Features => "features",
             Command::Spec(_) => "spec",
+            Command::Sandbox(_) => "sandbox",
+            Command::Gen(_) => "gen",
         }
     }
 }
@@ -91,6 +94,8 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<u8> {
         Command::Resume(a) => pause::resume(ctx, &a.id).map(|_| 0),
         Command::Features => features::run().map(|_| 0),
         Command::Spec(a) => spec::run(a).map(|_| 0),
+        Command::Sandbox(a) => sandbox::sandbox(ctx, a),
+        Command::Gen(a) => sandbox::gen(a).map(|_| 0),
     }
 }
 

@@ -1,0 +1,224 @@
+//! `sandbox` and `gen`: the minimal bundle for one command (discovery and
+//! generation live in runsbx-bundle; the default seccomp and Landlock
+//! policies in runsbx-policy), written to disk, and for `sandbox` run in the
+//! foreground and removed.
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use runsbx_bundle::{
+    discover, generate, host_ids, make_mountpoints, merge_rlimits, parse_env_flag, rlimit_name,
+    scrub_env, write_bundle, GenerateOptions, DEFAULT_PATH, NOBODY,
+};
+use runsbx_policy::landlock::LandlockPolicy;
+use runsbx_policy::profile::sandbox_seccomp;
+use runsbx_runtime::CreateOptions;
+
+use super::{run, Ctx};
+use crate::cli::{Gen, Sandbox, SandboxFlags};
+
+/// A workdir runsbx made and must remove.
+struct PrivateDir(PathBuf);
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn private_dir(prefix: &str, owner: Option<(u32, u32)>) -> Result<PrivateDir> {
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .context("creating a private directory")?
+        .keep();
+    let guard = PrivateDir(dir);
+    if let Some((uid, gid)) = owner {
+        nix::unistd::chown(&guard.0, Some(uid.into()), Some(gid.into()))
+            .with_context(|| format!("chown {}", guard.0.display()))?;
+    }
+    Ok(guard)
+}
+
+/// The generated config.json for `flags`, with the private directories it
+/// refers to (kept alive by the caller).
+fn prepare(flags: &SandboxFlags) -> Result<(serde_json::Value, Option<PrivateDir>)> {
+    let path_env = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.to_string());
+    let ro: Vec<PathBuf> = flags.ro.clone();
+    let found = discover(&flags.command, &path_env, &ro)?;
+
+    let invoker = (
+        nix::unistd::getuid().as_raw(),
+        nix::unistd::getgid().as_raw(),
+    );
+    let (workdir, private) = match &flags.workdir {
+        Some(w) => {
+            if !w.is_absolute() {
+                bail!("--workdir {}: must be an absolute path", w.display());
+            }
+            (w.clone(), None)
+        }
+        None => {
+            // Root's workload runs as host nobody: give it its directory.
+            let owner = (invoker.0 == 0).then_some((NOBODY, NOBODY));
+            let dir = private_dir("runsbx-work-", owner)?;
+            (dir.0.clone(), Some(dir))
+        }
+    };
+    let meta =
+        fs::metadata(&workdir).with_context(|| format!("--workdir {}", workdir.display()))?;
+    let ids = host_ids(invoker, &workdir, (meta.uid(), meta.gid()))?;
+
+    let explicit = flags
+        .env
+        .iter()
+        .map(|e| parse_env_flag(e))
+        .collect::<Result<Vec<_>, _>>()?;
+    let env = scrub_env(std::env::vars(), &explicit, &workdir);
+    let rlimits = merge_rlimits(
+        &flags
+            .rlimit
+            .iter()
+            .map(|r| parse_rlimit(r))
+            .collect::<Result<Vec<_>>>()?,
+    )?;
+    let landlock = LandlockPolicy::sandbox(&found.ro_paths, std::slice::from_ref(&workdir));
+    let options = GenerateOptions {
+        workdir,
+        env,
+        host_ids: ids,
+        rlimits,
+        seccomp: Some(serde_json::to_value(sandbox_seccomp())?),
+        landlock: Some(landlock.to_json()),
+        net: false,
+    };
+    Ok((generate(&found, &options)?, private))
+}
+
+/// Removes the read-only bind mounts from the config and returns them.
+fn take_readonly_binds(config: &mut serde_json::Value) -> Vec<serde_json::Value> {
+    let Some(mounts) = config["mounts"].as_array_mut() else {
+        return Vec::new();
+    };
+    let (ro, rest): (Vec<_>, Vec<_>) = mounts.drain(..).partition(|m| {
+        m["type"] == "bind"
+            && m["options"]
+                .as_array()
+                .is_some_and(|o| o.iter().any(|x| x == "ro"))
+    });
+    *mounts = rest;
+    ro
+}
+
+/// `NAME=SOFT[:HARD]`; sizes take K, M, G suffixes; `unlimited` is allowed.
+fn parse_rlimit(arg: &str) -> Result<(String, u64, u64)> {
+    let Some((name, value)) = arg.split_once('=') else {
+        bail!("--rlimit {arg:?}: expected NAME=SOFT[:HARD]");
+    };
+    let name = rlimit_name(name)?;
+    let (soft, hard) = match value.split_once(':') {
+        Some((s, h)) => (s, h),
+        None => (value, value),
+    };
+    let num = |v: &str| -> Result<u64> {
+        if v == "unlimited" {
+            return Ok(u64::MAX);
+        }
+        let (digits, mult) = match v.as_bytes().last() {
+            Some(b'K' | b'k') => (&v[..v.len() - 1], 1u64 << 10),
+            Some(b'M' | b'm') => (&v[..v.len() - 1], 1 << 20),
+            Some(b'G' | b'g') => (&v[..v.len() - 1], 1 << 30),
+            _ => (v, 1),
+        };
+        digits
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(mult))
+            .with_context(|| format!("--rlimit {arg:?}: {v:?} is not a number"))
+    };
+    Ok((name, num(soft)?, num(hard)?))
+}
+
+pub fn gen(a: Gen) -> Result<()> {
+    if a.flags.workdir.is_none() {
+        bail!("gen needs --workdir: a generated bundle outlives this command");
+    }
+    let (config, _) = prepare(&a.flags)?;
+    write_bundle(&a.output, &config)?;
+    make_traversable(&a.output)?;
+    Ok(())
+}
+
+/// The container's root is host nobody (or the invoking user): it must be
+/// able to reach the rootfs through the bundle dir.
+fn make_traversable(dir: &Path) -> Result<()> {
+    let mut perms = fs::metadata(dir)?.permissions();
+    perms.set_mode(perms.mode() | 0o111);
+    fs::set_permissions(dir, perms).with_context(|| format!("chmod {}", dir.display()))
+}
+
+pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
+    let (mut config, workdir) = prepare(&a.flags)?;
+    let bundle = private_dir("runsbx-bundle-", None)?;
+    // As root, make the read-only binds ourselves (see premount.rs): the
+    // workload's unprivileged root could not reach sources under /root.
+    let premounted = if nix::unistd::geteuid().is_root() {
+        take_readonly_binds(&mut config)
+    } else {
+        Vec::new()
+    };
+    write_bundle(&bundle.0, &config)?;
+    make_traversable(&bundle.0)?;
+    if !premounted.is_empty() {
+        let rootfs = bundle.0.join("rootfs");
+        make_mountpoints(&rootfs, &premounted).map_err(anyhow::Error::msg)?;
+        let paths: Vec<PathBuf> = premounted
+            .iter()
+            .filter_map(|m| m["source"].as_str().map(PathBuf::from))
+            .collect();
+        runsbx_runtime::premount::bind_readonly(&rootfs, &paths)?;
+    }
+    let id =
+        a.id.clone()
+            .unwrap_or_else(|| format!("sandbox-{}", std::process::id()));
+    let opts = CreateOptions {
+        id,
+        bundle: bundle.0.clone(),
+        pid_file: a.pid_file.clone(),
+        ..Default::default()
+    };
+    let status = run::foreground(ctx, opts, None, false)?;
+    drop(workdir);
+    drop(bundle);
+    Ok(status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rlimits() {
+        assert_eq!(
+            parse_rlimit("NOFILE=256").unwrap(),
+            ("RLIMIT_NOFILE".into(), 256, 256)
+        );
+        assert_eq!(
+            parse_rlimit("as=1G:2G").unwrap(),
+            ("RLIMIT_AS".into(), 1 << 30, 2 << 30)
+        );
+        assert_eq!(parse_rlimit("CPU=unlimited").unwrap().1, u64::MAX);
+        for bad in [
+            "NOFILE",
+            "NOFILE=",
+            "NOFILE=x",
+            "BOGUS=1",
+            "NOFILE=1:2:3",
+            "AS=99999999999G",
+        ] {
+            assert!(parse_rlimit(bad).is_err(), "{bad}");
+        }
+    }
+}
