@@ -86,6 +86,7 @@ pub fn make_mountpoints(rootfs: &Path, mounts: &[Value]) -> Result<(), String> {
             std::fs::OpenOptions::new()
                 .write(true)
                 .create(true)
+                .truncate(false)
                 .mode(0o644)
                 .open(&target)
                 .map_err(|e| format!("mountpoint {dest}: {e}"))?;
