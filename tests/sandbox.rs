@@ -1,0 +1,290 @@
+//! `runsbx sandbox`: the main job, end to end, with Python and a static
+//! binary, and the escapes it must stop.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use common::*;
+
+const NOBODY: u32 = 65534;
+
+fn sandbox(env: &Env, flags: &[&str], cmd: &[&str]) -> Output {
+    let mut args = vec!["sandbox"];
+    args.extend_from_slice(flags);
+    args.push("--");
+    args.extend_from_slice(cmd);
+    env.run(&args)
+}
+
+/// A workdir the sandbox (host nobody, when root invokes) may write.
+fn workdir(env: &Env) -> String {
+    let dir = env.tmp.path().join("work");
+    fs::create_dir_all(&dir).unwrap();
+    nix::unistd::chown(&dir, Some(NOBODY.into()), Some(NOBODY.into())).unwrap();
+    // The temp dir itself must be searchable by nobody.
+    let mut p = fs::metadata(env.tmp.path()).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
+    fs::set_permissions(env.tmp.path(), p).unwrap();
+    dir.to_str().unwrap().to_string()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn assert_nothing_left(env: &Env) {
+    assert!(
+        env.state_entries().is_empty(),
+        "state left: {:?}",
+        env.state_entries()
+    );
+    let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains("runsbx-bundle-"), "a bundle mount is left");
+}
+
+#[test]
+fn python_computes_with_the_standard_library() {
+    let env = Env::new();
+    let out = sandbox(
+        &env,
+        &[],
+        &[
+            "python3",
+            "-c",
+            "import json, re, math, collections, decimal\n\
+             print(json.dumps({'f': math.factorial(5)}), re.sub('a', 'b', 'aa'),\n\
+             collections.Counter('xxy')['x'], decimal.Decimal('0.1') * 3)",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(stdout(&out), "{\"f\": 120} bb 2 0.3\n");
+    assert_nothing_left(&env);
+}
+
+#[test]
+fn a_static_binary_runs_and_exit_codes_are_forwarded() {
+    let env = Env::new();
+    require_file("/usr/bin/busybox", "busybox-static");
+    let out = sandbox(&env, &[], &["/usr/bin/busybox", "echo", "static"]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(stdout(&out), "static\n");
+    let out = sandbox(&env, &[], &["python3", "-c", "import sys; sys.exit(7)"]);
+    assert_eq!(out.status.code(), Some(7), "{}", stderr_of(&out));
+    assert_nothing_left(&env);
+}
+
+#[test]
+fn the_python_repl_client_round_trips() {
+    let _env = Env::new();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Command::new(repo.join("hack/python-repl-client.py"))
+        .arg("--runsbx")
+        .arg(runsbx_bin())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr_of(&out)
+    );
+}
+
+/// Each escape attempt, with the errno that shows which layer stopped it.
+const ESCAPES: &str = r#"
+import errno, os, socket, json, sys
+def attempt(name, f):
+    try:
+        f()
+        print(name, "ALLOWED")
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, e.errno))
+attempt("tcp-loopback", lambda: socket.create_connection(("127.0.0.1", 22), timeout=2))
+attempt("tcp-public", lambda: socket.create_connection(("1.1.1.1", 80), timeout=2))
+attempt("read-passwd", lambda: open("/etc/passwd").read())
+attempt("list-root", lambda: os.listdir("/root"))
+attempt("list-home", lambda: os.listdir("/home"))
+attempt("list-slash", lambda: os.listdir("/"))
+attempt("write-runtime", lambda: open(os.path.join(os.path.dirname(sys.executable), "x"), "w"))
+attempt("write-tmp", lambda: open("/tmp/x", "w"))
+attempt("fork", lambda: os.fork())
+attempt("spawn", lambda: os.posix_spawn("/bin/true", ["true"], {}))
+attempt("proc", lambda: os.listdir("/proc"))
+attempt("write-workdir", lambda: open(os.path.join(os.environ["HOME"], "made-inside"), "w").write("hi"))
+"#;
+
+fn which_python_under_root() -> bool {
+    let out = Command::new("python3")
+        .args(["-I", "-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).starts_with("/root/")
+}
+
+#[test]
+fn escapes_fail_and_the_workdir_is_writable() {
+    let env = Env::new();
+    let wd = workdir(&env);
+    let out = sandbox(&env, &["--workdir", &wd], &["python3", "-c", ESCAPES]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let text = stdout(&out);
+    let got: std::collections::BTreeMap<&str, &str> =
+        text.lines().filter_map(|l| l.split_once(' ')).collect();
+    let want = [
+        ("tcp-loopback", "EPERM"), // seccomp: no socket()
+        ("tcp-public", "EPERM"),
+        ("read-passwd", "ENOENT"), // not bound into the rootfs
+        // /root exists when the interpreter lives below it (pyenv), as a
+        // bare mount-point parent that Landlock does not let it list.
+        (
+            "list-root",
+            if which_python_under_root() {
+                "EACCES"
+            } else {
+                "ENOENT"
+            },
+        ),
+        ("list-home", "ENOENT"),
+        ("list-slash", "EACCES"),   // Landlock: / is not a granted path
+        ("write-runtime", "EROFS"), // read-only bind
+        ("write-tmp", "EROFS"),
+        ("fork", "EPERM"), // seccomp: clone without CLONE_THREAD
+        ("spawn", "EPERM"),
+        ("proc", "EACCES"), // Landlock: /proc is not granted
+        ("write-workdir", "ALLOWED"),
+    ];
+    for (name, errno) in want {
+        assert_eq!(got.get(name), Some(&errno), "{name}: full output:\n{text}");
+    }
+    let made = Path::new(&wd).join("made-inside");
+    assert_eq!(fs::read_to_string(&made).unwrap(), "hi");
+    // Written by the workload's root, which is host nobody, never host root.
+    assert_eq!(fs::metadata(&made).unwrap().uid(), NOBODY);
+}
+
+#[test]
+fn the_environment_is_scrubbed() {
+    let env = Env::new();
+    let out = env
+        .cmd()
+        .args(["sandbox", "--env", "EXPLICIT=1", "--", "python3", "-c"])
+        .arg("import os; print(' '.join(sorted(os.environ)))")
+        .env("SECRET_API_TOKEN", "hunter2")
+        .env("LANG", "C.UTF-8")
+        .env("LD_PRELOAD", "/evil.so")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let names = stdout(&out);
+    assert_eq!(names.trim(), "EXPLICIT HOME LANG PATH TMPDIR");
+}
+
+#[test]
+fn the_workload_is_not_host_root_and_is_sealed() {
+    let env = Env::new();
+    let pid_file = env.tmp.path().join("pid");
+    let mut child = env
+        .cmd()
+        .args(["sandbox", "--pid-file", pid_file.to_str().unwrap(), "--"])
+        .args(["python3", "-c", "import time; time.sleep(30)"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let pid: i32 = loop {
+        if let Ok(text) = fs::read_to_string(&pid_file) {
+            if let Ok(pid) = text.trim().parse() {
+                break pid;
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "no pid file");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // Wait until the workload itself has exec'd (not the runtime's init).
+    let status = loop {
+        let s = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let exe = fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+        if exe.to_string_lossy().contains("python3") {
+            break s;
+        }
+        assert!(std::time::Instant::now() < deadline, "never sealed:\n{s}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let field = |name: &str| -> String {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_default()
+            .split_whitespace()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(field("Uid:"), "65534 65534 65534 65534");
+    assert_eq!(field("Gid:"), "65534 65534 65534 65534");
+    assert_eq!(field("NoNewPrivs:"), "1");
+    assert_eq!(field("Seccomp:"), "2");
+    for cap in ["CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"] {
+        assert_eq!(field(cap), "0000000000000000", "{cap}");
+    }
+    let exe = fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    assert!(exe.to_string_lossy().contains("python3"), "{exe:?}");
+    for ns in ["net", "pid", "mnt", "user", "ipc", "uts"] {
+        let mine = fs::read_link(format!("/proc/self/ns/{ns}")).unwrap();
+        let theirs = fs::read_link(format!("/proc/{pid}/ns/{ns}")).unwrap();
+        assert_ne!(mine, theirs, "{ns} namespace is shared with the host");
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let _ = child.wait();
+    let _ = env.run(&["delete", "--force", &format!("sandbox-{}", child.id())]);
+}
+
+#[test]
+fn bad_input_is_refused_with_one_line() {
+    let env = Env::new();
+    let unreadable = env.tmp.path().join("nope");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--", "no-such-command-xyz"], "no-such-command-xyz"),
+        (
+            vec!["--workdir", "/", "--", "python3", "-c", "1"],
+            "--workdir /",
+        ),
+        (
+            vec!["--workdir", "/usr", "--", "python3", "-c", "1"],
+            "/usr",
+        ),
+        (
+            vec!["--workdir", "rel/dir", "--", "python3", "-c", "1"],
+            "rel/dir",
+        ),
+        (
+            vec![
+                "--ro",
+                unreadable.to_str().unwrap(),
+                "--",
+                "python3",
+                "-c",
+                "1",
+            ],
+            unreadable.to_str().unwrap(),
+        ),
+    ];
+    for (args, needle) in cases {
+        let mut full = vec!["sandbox"];
+        full.extend(args.iter().copied());
+        let out = env.run(&full);
+        assert_one_line_error(&out, needle);
+        assert_eq!(out.status.code(), Some(125), "{full:?}");
+        assert_nothing_left(&env);
+    }
+}
