@@ -47,7 +47,7 @@
 //!
 //! Files: `read:FILE`, `write:FILE[,TEXT]`, `list:DIR`, `mkdir:DIR`, `rmdir:DIR`, `unlink:FILE`, `rename:FROM,TO`,
 //! `link:EXISTING,NEW`, `symlink:TARGET,LINK`, `symlink-open:LINK,TARGET`, `truncate:FILE[,LEN]`, `mkfifo:PATH`,
-//! `mknod:PATH[,MAJOR,MINOR]`, `readlink:PATH`, `chdir:PATH`.
+//! `mknod:PATH[,MAJOR,MINOR]`, `readlink:PATH`, `chdir:PATH`, `ioctl-dev:PATH[,REQ]` (a read-only device ioctl).
 //! Processes: `exec:PATH [ARG...]`, `fork`, `clone3-fork`, `thread`, `ptrace-attach:PID`, `kill[:PID[,SIG]]`.
 //! Kernel: `mount[:PATH]`, `unshare[:NS,...]`, `setns[:PATH]`, `ioctl-tiocsti[:FD]`, `ioctl-tiocsti-high[:FD]`,
 //! `x32`, `int80`, `landlock-abi`, and the harmless raw calls of [`kernel::RAW`] (`clone3`, `ptrace`,
@@ -161,6 +161,7 @@ fn run(check: &Check) -> Result<Outcome, Outcome> {
         Check::Mknod(p, maj, min) => fs::mknod(p, *maj, *min),
         Check::Readlink(p) => fs::readlink(p),
         Check::Chdir(p) => fs::chdir(p),
+        Check::IoctlDev(p, req) => fs::ioctl_dev(p, *req),
         Check::Exec(argv) => process::exec(argv),
         Check::Fork => process::fork(),
         Check::Clone3Fork => process::clone3_fork(),

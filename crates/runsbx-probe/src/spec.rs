@@ -5,6 +5,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
+use crate::fs::DevIoctl;
 use crate::kernel::{self, Raw};
 
 /// One parsed check. Paths are kept as given; nothing is resolved here.
@@ -26,6 +27,7 @@ pub enum Check {
     Mknod(String, u32, u32),
     Readlink(String),
     Chdir(String),
+    IoctlDev(String, DevIoctl),
     // Processes.
     Exec(Vec<String>),
     Fork,
@@ -91,6 +93,7 @@ pub const HELP: &[(&str, &str)] = &[
     ("mknod:PATH[,MAJOR,MINOR]", "mknod a character device (default 1,3 = /dev/null's numbers); left in place"),
     ("readlink:PATH", "readlink; detail = target"),
     ("chdir:PATH", "chdir (affects the checks after it)"),
+    ("ioctl-dev:PATH[,REQ]", "open O_RDONLY, then a read-only ioctl REQ (fionread (default), rndgetentcnt); ret = the int it filled"),
     ("exec:PATH [ARG...]", "execve PATH with the remaining words as argv[1..] and the current env; prints only on failure"),
     ("fork", "fork; the child _exits 0; ret = child pid"),
     ("clone3-fork", "raw clone3 with a fork-like struct (flags 0, SIGCHLD); the child _exits 0"),
@@ -263,6 +266,16 @@ pub fn parse(word: &str) -> Result<Check, String> {
         }
         "readlink" => Check::Readlink(s(one(1)?[0])),
         "chdir" => Check::Chdir(s(one(1)?[0])),
+        "ioctl-dev" => {
+            let a = args(name, rest, 1, 2)?;
+            let req = match a.get(1) {
+                None => DevIoctl::Fionread,
+                Some(r) => DevIoctl::from_name(r).ok_or_else(|| {
+                    format!("{name}: unknown request {r:?} (fionread, rndgetentcnt)")
+                })?,
+            };
+            Check::IoctlDev(s(a[0]), req)
+        }
         "exec" => return Err("exec: must be parsed with the words after it".to_string()),
         "fork" => args(name, rest, 0, 0).map(|_| Check::Fork)?,
         "clone3-fork" => args(name, rest, 0, 0).map(|_| Check::Clone3Fork)?,
@@ -404,6 +417,15 @@ mod tests {
         assert_eq!(p("mknod:/w/n"), Check::Mknod("/w/n".into(), 1, 3));
         assert_eq!(p("mknod:/w/n,5,1"), Check::Mknod("/w/n".into(), 5, 1));
         assert_eq!(p("read:/a:b"), Check::Read("/a:b".into()));
+        assert_eq!(
+            p("ioctl-dev:/dev/null"),
+            Check::IoctlDev("/dev/null".into(), DevIoctl::Fionread)
+        );
+        assert_eq!(
+            p("ioctl-dev:/dev/urandom,rndgetentcnt"),
+            Check::IoctlDev("/dev/urandom".into(), DevIoctl::Rndgetentcnt)
+        );
+        assert!(parse("ioctl-dev:/dev/null,tiocsti").is_err());
     }
 
     #[test]
@@ -547,6 +569,7 @@ mod tests {
             "mknod:/f",
             "readlink:/f",
             "chdir:/d",
+            "ioctl-dev:/d",
             "fork",
             "clone3-fork",
             "thread",

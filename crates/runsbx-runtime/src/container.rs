@@ -211,7 +211,7 @@ impl Runtime {
         bundle: &Bundle,
         executor: SandboxExecutor,
     ) -> Result<Container> {
-        let lc = |e| RuntimeError::lc("create", e);
+        let lc = |e| RuntimeError::lc(String::new(), e);
         let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default())
             .with_executor(executor)
             .with_root_path(&self.root)
@@ -259,7 +259,8 @@ impl Runtime {
         if !dir.join("state.json").exists() {
             return Err(RuntimeError::NotFound(id.to_string()));
         }
-        let mut c = load_state(&dir).map_err(|e| RuntimeError::lc(format!("load {id}"), e))?;
+        let mut c =
+            load_state(&dir).map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))?;
         if c.status() != ContainerStatus::Stopped {
             let sidecar = read_sidecar(&dir);
             if let (Some(pid), Some(recorded)) = (c.pid(), sidecar.starttime) {
@@ -276,7 +277,7 @@ impl Runtime {
         require(&c, "start", "created", |s| s == ContainerStatus::Created)?;
         let reader = ReportReader::open(&self.dir(id))?;
         c.start()
-            .map_err(|e| RuntimeError::lc(format!("start {id}"), e))?;
+            .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))?;
         if let Some(reader) = reader {
             reader.wait()?;
         }
@@ -361,6 +362,17 @@ impl Runtime {
         .map_err(|e| RuntimeError::Init(format!("cgroup of {}: {e}", c.id())))
     }
 
+    fn wait_cgroup_empty(&self, c: &Container) {
+        use libcgroups::common::CgroupManager;
+        let Ok(manager) = self.cgroup(c) else { return };
+        for _ in 0..500 {
+            match manager.get_all_pids() {
+                Ok(p) if !p.is_empty() => std::thread::sleep(std::time::Duration::from_millis(2)),
+                _ => return,
+            }
+        }
+    }
+
     /// Freezes the cgroup so nothing forks meanwhile, signals every
     /// process, thaws.
     fn signal_cgroup(&self, c: &Container, signal: Signal) -> Result<()> {
@@ -402,22 +414,29 @@ impl Runtime {
                 wanted: "stopped or created (or --force)",
             });
         }
+        if status != ContainerStatus::Stopped {
+            // Kill everything first and wait for the cgroup to empty:
+            // libcontainer removes the cgroup right after signalling, which
+            // fails while the processes are still exiting.
+            self.signal_cgroup(&c, Signal::SIGKILL)?;
+            self.wait_cgroup_empty(&c);
+        }
         c.delete(force)
-            .map_err(|e| RuntimeError::lc(format!("delete {id}"), e))
+            .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))
     }
 
     pub fn pause(&self, id: &str) -> Result<()> {
         let mut c = self.load(id)?;
         require(&c, "pause", "running", |s| s == ContainerStatus::Running)?;
         c.pause()
-            .map_err(|e| RuntimeError::lc(format!("pause {id}"), e))
+            .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))
     }
 
     pub fn resume(&self, id: &str) -> Result<()> {
         let mut c = self.load(id)?;
         require(&c, "resume", "paused", |s| s == ContainerStatus::Paused)?;
         c.resume()
-            .map_err(|e| RuntimeError::lc(format!("resume {id}"), e))
+            .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))
     }
 
     /// Every container under the root, oldest first. Entries that cannot be
@@ -468,7 +487,7 @@ impl Runtime {
             landlock: sidecar.policy.landlock.clone(),
             report_fd: None,
         };
-        let lc = |e| RuntimeError::lc(format!("exec {}", opts.id), e);
+        let lc = |e| RuntimeError::lc(format!("container {:?}", opts.id), e);
         let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default())
             .with_executor(executor)
             .with_root_path(&self.root)
@@ -582,7 +601,16 @@ fn kill_cgroup(id: &str, bundle: &Bundle) {
             let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
         }
     }
-    for _ in 0..100 {
+    for _ in 0..200 {
+        // A failed init is our child (libcontainer clones it with
+        // CLONE_PARENT): until it is reaped, its zombie keeps the cgroup busy.
+        while let Ok(status) =
+            nix::sys::wait::waitpid(None, Some(nix::sys::wait::WaitPidFlag::WNOHANG))
+        {
+            if status == nix::sys::wait::WaitStatus::StillAlive {
+                break;
+            }
+        }
         if manager.remove().is_ok() {
             break;
         }

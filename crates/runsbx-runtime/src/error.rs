@@ -35,7 +35,7 @@ pub enum RuntimeError {
     Init(String),
     // The causes below are rendered into the message rather than exposed as
     // `source()`, so that printing the error chain does not repeat them.
-    #[error("{context}: {}", chain(.err))]
+    #[error("{}{}", prefix(.context), chain(.err))]
     Libcontainer {
         context: String,
         err: LibcontainerError,
@@ -71,6 +71,14 @@ impl RuntimeError {
             context: context.into(),
             err,
         }
+    }
+}
+
+fn prefix(context: &str) -> String {
+    if context.is_empty() {
+        String::new()
+    } else {
+        format!("{context}: ")
     }
 }
 

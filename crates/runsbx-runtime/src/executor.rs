@@ -43,6 +43,9 @@ impl Executor for SandboxExecutor {
     fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
         let (path, _) = resolve(spec).map_err(ExecutorValidationError::ArgValidationError)?;
         check_executable(&path).map_err(ExecutorValidationError::ArgValidationError)?;
+        crate::sys::fds::fix_dev_null_stdio().map_err(|e| {
+            ExecutorValidationError::ArgValidationError(format!("reopen /dev/null for stdio: {e}"))
+        })?;
         for policy in &self.landlock {
             crate::landlock::enforce(policy)
                 .map_err(|e| ExecutorValidationError::ArgValidationError(e.to_string()))?;

@@ -31,7 +31,7 @@ pub struct Cli {
     pub systemd_cgroup: bool,
     /// Rootless mode: true, false or auto (accepted; runsbx decides from its
     /// effective uid). Before the command, as with runc.
-    #[arg(long, value_name = "BOOL", default_value = "auto", num_args = 0..=1, default_missing_value = "true", require_equals = true)]
+    #[arg(long, value_name = "BOOL", default_value = "auto", num_args = 0..=1, default_missing_value = "true", require_equals = true, value_parser = ["true", "false", "auto"])]
     pub rootless: String,
     /// Operator Landlock layer for every container: off, auto,
     /// auto-best-effort, or a JSON policy (overrides /etc/runsbx/config.json).

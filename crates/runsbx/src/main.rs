@@ -28,6 +28,14 @@ fn main() -> ExitCode {
         eprintln!("runsbx: no command given; see runsbx --help");
         return ExitCode::from(2);
     };
+    // Commands that fork a process into a container run from a sealed copy
+    // of this binary (CVE-2019-5736; see runsbx_runtime::sys::memfd). It
+    // comes before anything else they do, and fails closed.
+    if command.enters_container() && !runsbx_runtime::sys::memfd::is_sealed() {
+        let err = runsbx_runtime::sys::memfd::reexec_sealed();
+        eprintln!("runsbx: cannot run from a sealed copy of the binary: {err}");
+        return ExitCode::FAILURE;
+    }
     let logger = match logging::init(cli.log.as_deref(), cli.log_format, cli.debug) {
         Ok(l) => l,
         Err(e) => {

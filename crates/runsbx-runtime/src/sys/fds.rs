@@ -8,3 +8,27 @@ pub fn borrow(fd: RawFd) -> BorrowedFd<'static> {
     // exit; a closed number would make writes fail with EBADF, not UB.
     unsafe { BorrowedFd::borrow_raw(fd) }
 }
+
+/// libcontainer 0.7 re-points stdio that was /dev/null on the host at the
+/// container's /dev/null, but opens it read-only: a workload whose stdout is
+/// /dev/null then fails every write with EIO/EBADF. Reopen stdout and stderr
+/// write-only when they are /dev/null (rdev 1:3) and not writable.
+pub fn fix_dev_null_stdio() -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    for fd in [1, 2] {
+        let Ok(st) = nix::sys::stat::fstat(fd) else {
+            continue;
+        };
+        let is_null = st.st_mode & libc::S_IFMT == libc::S_IFCHR
+            && nix::sys::stat::major(st.st_rdev) == 1
+            && nix::sys::stat::minor(st.st_rdev) == 3;
+        let Ok(flags) = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFL) else {
+            continue;
+        };
+        if is_null && flags & libc::O_ACCMODE == libc::O_RDONLY {
+            let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
+            nix::unistd::dup2(null.as_raw_fd(), fd)?;
+        }
+    }
+    Ok(())
+}

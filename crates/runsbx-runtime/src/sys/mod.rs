@@ -2,5 +2,6 @@
 //! one file per kernel interface.
 pub mod fds;
 pub mod landlock;
+pub mod memfd;
 pub mod pidfd;
 pub mod seccomp;

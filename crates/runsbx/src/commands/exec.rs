@@ -13,6 +13,35 @@ pub fn run(ctx: &Ctx, a: Exec) -> Result<u8> {
     if a.process_label.is_some() {
         bail!("--process-label: SELinux labels are not supported by runsbx");
     }
+    // libcontainer takes a --process file as it is; flags that would also
+    // shape the process are refused rather than silently dropped.
+    if a.process.is_some() {
+        let mut given = Vec::new();
+        if !a.command.is_empty() {
+            given.push("a command");
+        }
+        for (set, flag) in [
+            (!a.env.is_empty(), "--env"),
+            (a.cwd.is_some(), "--cwd"),
+            (a.user.is_some(), "--user"),
+            (!a.additional_gids.is_empty(), "--additional-gids"),
+            (!a.cap.is_empty(), "--cap"),
+            (a.no_new_privs, "--no-new-privs"),
+        ] {
+            if set {
+                given.push(flag);
+            }
+        }
+        if !given.is_empty() {
+            bail!(
+                "--process cannot be combined with {}: put them in the process file",
+                given.join(", ")
+            );
+        }
+    }
+    if let Some(bad) = a.env.iter().find(|e| !e.contains('=')) {
+        bail!("--env {bad:?}: expected KEY=VALUE");
+    }
     if a.process.is_none() && a.command.is_empty() {
         bail!("no command given: pass a command or --process FILE");
     }

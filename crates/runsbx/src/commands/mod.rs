@@ -57,6 +57,14 @@ fn default_root() -> PathBuf {
 }
 
 impl Command {
+    /// Commands that fork a process which enters a container.
+    pub fn enters_container(&self) -> bool {
+        matches!(
+            self,
+            Command::Create(_) | Command::Run(_) | Command::Exec(_) | Command::Sandbox(_)
+        )
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             Command::Create(_) => "create",
