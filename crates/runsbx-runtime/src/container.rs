@@ -362,6 +362,30 @@ impl Runtime {
         .map_err(|e| RuntimeError::Init(format!("cgroup of {}: {e}", c.id())))
     }
 
+    /// Whether the kernel OOM-killed something in the container's memory
+    /// cgroup (v1 memory.oom_control or v2 memory.events `oom_kill`).
+    pub fn oom_killed(&self, id: &str) -> bool {
+        let Ok(c) = self.load(id) else { return false };
+        let Ok(config) = c.spec() else { return false };
+        let rel = config.cgroup_path;
+        let rel = rel.strip_prefix("/").unwrap_or(&rel);
+        let base = Path::new("/sys/fs/cgroup");
+        [
+            base.join("memory").join(rel).join("memory.oom_control"),
+            base.join("unified").join(rel).join("memory.events"),
+            base.join(rel).join("memory.events"),
+        ]
+        .iter()
+        .filter_map(|p| fs::read_to_string(p).ok())
+        .any(|text| {
+            text.lines().any(|l| {
+                l.strip_prefix("oom_kill ")
+                    .and_then(|n| n.trim().parse::<u64>().ok())
+                    .is_some_and(|n| n > 0)
+            })
+        })
+    }
+
     fn wait_cgroup_empty(&self, c: &Container) {
         use libcgroups::common::CgroupManager;
         let Ok(manager) = self.cgroup(c) else { return };

@@ -11,10 +11,10 @@ use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::{kill, SigSet, SigmaskHow, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
-use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
 use crate::error::{Result, RuntimeError};
+use crate::sys::wait::{wait4, Usage};
 
 /// Signals passed on to the workload, as runc does (not SIGCHLD, which is
 /// ours, nor the ones that stop or kill runsbx regardless).
@@ -72,16 +72,16 @@ impl Monitor {
     }
 
     /// Waits for `pid` to end, forwarding signals. Every `tick`, `on_tick`
-    /// may ask to stop waiting (it is expected to kill the container).
+    /// may ask to stop waiting (it is expected to have killed the container).
     pub fn wait(
         &self,
         pid: Pid,
         tick: Option<Duration>,
         mut on_tick: impl FnMut() -> bool,
-    ) -> Result<Exit> {
+    ) -> Result<Finished> {
         loop {
-            if let Some(exit) = reap(pid)? {
-                return Ok(exit);
+            if let Some(done) = reap(pid, false)? {
+                return Ok(done);
             }
             let timeout = tick
                 .map(|t| PollTimeout::try_from(t).unwrap_or(PollTimeout::MAX))
@@ -90,8 +90,9 @@ impl Monitor {
             match poll(&mut fds, timeout) {
                 Ok(0) => {
                     if on_tick() {
-                        // The callback killed the container; reap it.
-                        return wait_blocking(pid);
+                        if let Some(done) = reap(pid, true)? {
+                            return Ok(done);
+                        }
                     }
                     continue;
                 }
@@ -110,45 +111,36 @@ impl Monitor {
     }
 }
 
+/// How the workload ended, with its resource usage.
+#[derive(Debug, Clone, Copy)]
+pub struct Finished {
+    pub exit: Exit,
+    pub usage: Usage,
+}
+
 impl Drop for Monitor {
     fn drop(&mut self) {
         let _ = nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&self.old), None);
     }
 }
 
-fn decode(status: WaitStatus) -> Option<Exit> {
-    match status {
-        WaitStatus::Exited(_, code) => Some(Exit::Code(code)),
-        WaitStatus::Signaled(_, sig, _) => Some(Exit::Signal(sig as i32)),
-        _ => None,
-    }
-}
-
-fn reap(pid: Pid) -> Result<Option<Exit>> {
+fn reap(pid: Pid, block: bool) -> Result<Option<Finished>> {
     loop {
-        match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::StillAlive) => return Ok(None),
-            Ok(s) => {
-                if let Some(exit) = decode(s) {
-                    return Ok(Some(exit));
-                }
-            }
-            Err(Errno::EINTR) => continue,
-            Err(e) => return Err(RuntimeError::sys(format!("wait for pid {pid}"), e)),
-        }
-    }
-}
-
-fn wait_blocking(pid: Pid) -> Result<Exit> {
-    loop {
-        match waitpid(pid, None) {
-            Ok(s) => {
-                if let Some(exit) = decode(s) {
-                    return Ok(exit);
-                }
-            }
-            Err(Errno::EINTR) => continue,
-            Err(e) => return Err(RuntimeError::sys(format!("wait for pid {pid}"), e)),
-        }
+        let Some(r) =
+            wait4(pid, block).map_err(|e| RuntimeError::io(format!("wait for pid {pid}"), e))?
+        else {
+            return Ok(None);
+        };
+        let exit = if libc::WIFEXITED(r.status) {
+            Exit::Code(libc::WEXITSTATUS(r.status))
+        } else if libc::WIFSIGNALED(r.status) {
+            Exit::Signal(libc::WTERMSIG(r.status))
+        } else {
+            continue;
+        };
+        return Ok(Some(Finished {
+            exit,
+            usage: r.usage,
+        }));
     }
 }

@@ -130,10 +130,31 @@ pub struct Create {
     pub id: String,
 }
 
+/// Supervision of a foreground run (`run`, `sandbox`); see docs/supervising.md.
+#[derive(Debug, Args, Default)]
+pub struct GuardFlags {
+    /// Kill the container when it has run this long (10s, 500ms, 2m).
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Kill the container when the workload's RSS exceeds SIZE (512M, 1G),
+    /// polled every 10 ms.
+    #[arg(long, value_name = "SIZE")]
+    pub rss_limit: Option<String>,
+    /// Write JSON lines to this inherited descriptor: the workload's PID
+    /// once started, then the outcome.
+    #[arg(long, value_name = "FD")]
+    pub status_fd: Option<i32>,
+    /// Write the outcome as JSON to FILE when the run ends.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+}
+
 #[derive(Debug, Args)]
 pub struct Run {
     #[command(flatten)]
     pub flags: CreateFlags,
+    #[command(flatten)]
+    pub guard: GuardFlags,
     /// Start the container and return without waiting for it.
     #[arg(short, long)]
     pub detach: bool,
@@ -265,6 +286,19 @@ pub struct SandboxFlags {
 pub struct Sandbox {
     #[command(flatten)]
     pub flags: SandboxFlags,
+    #[command(flatten)]
+    pub guard: GuardFlags,
+    /// Memory limit of the container's cgroup (the kernel OOM-kills above it).
+    #[arg(long, value_name = "SIZE")]
+    pub memory: Option<String>,
+    /// Limit on the number of processes/threads in the container's cgroup.
+    #[arg(long, value_name = "N")]
+    pub pids_limit: Option<i64>,
+    /// Skip the check, after start, that the workload runs with no_new_privs,
+    /// seccomp, no capabilities, not as host root, in its own namespaces,
+    /// with only stdio open.
+    #[arg(long)]
+    pub no_posture_check: bool,
     /// Write the workload's host PID here once it is known.
     #[arg(long, value_name = "FILE")]
     pub pid_file: Option<PathBuf>,

@@ -5,3 +5,4 @@ pub mod landlock;
 pub mod memfd;
 pub mod pidfd;
 pub mod seccomp;
+pub mod wait;

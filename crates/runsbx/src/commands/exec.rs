@@ -80,7 +80,7 @@ pub fn run(ctx: &Ctx, a: Exec) -> Result<u8> {
     }
     let monitor = Monitor::new().with_context(|| format!("exec {id}"))?;
     let exit = monitor.wait(pid, None, || false)?;
-    Ok(exit.status().clamp(0, 255) as u8)
+    Ok(exit.exit.status().clamp(0, 255) as u8)
 }
 
 /// `UID` or `UID:GID`, numbers only: a name lookup would read the host's

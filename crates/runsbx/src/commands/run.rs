@@ -1,20 +1,31 @@
-use anyhow::{Context, Result};
+use std::fs;
+use std::io::Write;
+use std::os::fd::{FromRawFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use nix::sys::signal::Signal;
+use runsbx_runtime::guard::{self, Expect, Limits, Outcome, Reason};
 use runsbx_runtime::monitor::Monitor;
 use runsbx_runtime::CreateOptions;
 
 use super::{create, Ctx};
-use crate::cli::Run;
+use crate::cli::{GuardFlags, Run};
 
 pub fn run(ctx: &Ctx, a: Run) -> Result<u8> {
     let opts = create::options(&a.id, &a.flags, a.detach);
     if a.detach {
-        detached(ctx, opts, a.flags.pidfd_socket.as_deref())
-    } else {
-        foreground(ctx, opts, a.flags.pidfd_socket.as_deref(), a.keep)
+        if a.guard.timeout.is_some() || a.guard.rss_limit.is_some() || a.guard.report.is_some() {
+            bail!("--timeout, --rss-limit and --report need a foreground run (no --detach)");
+        }
+        return detached(ctx, opts, a.flags.pidfd_socket.as_deref());
     }
+    let sup = Supervision::from_flags(&a.guard)?;
+    foreground(ctx, opts, a.flags.pidfd_socket.as_deref(), a.keep, sup)
 }
 
-fn detached(ctx: &Ctx, opts: CreateOptions, pidfd: Option<&std::path::Path>) -> Result<u8> {
+fn detached(ctx: &Ctx, opts: CreateOptions, pidfd: Option<&Path>) -> Result<u8> {
     let id = opts.id.clone();
     let c = ctx.rt.create(opts)?;
     let started = send_pidfd(&c, pidfd).and_then(|_| Ok(ctx.rt.start(&id)?));
@@ -25,43 +36,192 @@ fn detached(ctx: &Ctx, opts: CreateOptions, pidfd: Option<&std::path::Path>) -> 
     Ok(0)
 }
 
-fn send_pidfd(
-    c: &libcontainer::container::Container,
-    sock: Option<&std::path::Path>,
-) -> Result<()> {
+fn send_pidfd(c: &libcontainer::container::Container, sock: Option<&Path>) -> Result<()> {
     if let (Some(sock), Some(pid)) = (sock, c.pid()) {
         runsbx_runtime::sys::pidfd::send(sock, pid)?;
     }
     Ok(())
 }
 
-/// create + start, wait (forwarding signals), delete unless `keep`, and
-/// return the workload's status (128+N when killed by signal N), as runc.
+/// What a foreground run watches and reports.
+#[derive(Default)]
+pub struct Supervision {
+    pub limits: Limits,
+    pub status_fd: Option<fs::File>,
+    pub report: Option<PathBuf>,
+    /// Checked after create (init, sealed but for seccomp) and after start.
+    pub posture: Option<Expect>,
+}
+
+impl Supervision {
+    pub fn from_flags(g: &GuardFlags) -> Result<Self> {
+        let timeout = g
+            .timeout
+            .as_deref()
+            .map(|t| {
+                guard::parse_duration(t).with_context(|| format!("--timeout {t:?}: not a duration"))
+            })
+            .transpose()?;
+        let rss_limit = g
+            .rss_limit
+            .as_deref()
+            .map(|s| guard::parse_size(s).with_context(|| format!("--rss-limit {s:?}: not a size")))
+            .transpose()?;
+        let status_fd = g.status_fd.map(status_file).transpose()?;
+        Ok(Self {
+            limits: Limits { timeout, rss_limit },
+            status_fd,
+            report: g.report.clone(),
+            posture: None,
+        })
+    }
+
+    fn emit(&mut self, line: serde_json::Value) {
+        if let Some(f) = self.status_fd.as_mut() {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+
+    /// Writes the outcome to the status fd and the report file.
+    pub fn finish(&mut self, outcome: &Outcome) -> Result<()> {
+        let mut v = serde_json::to_value(outcome)?;
+        v["event"] = "exit".into();
+        self.emit(v);
+        if let Some(path) = &self.report {
+            fs::write(path, serde_json::to_vec_pretty(outcome)?)
+                .with_context(|| format!("--report {}", path.display()))?;
+        }
+        Ok(())
+    }
+}
+
+/// Takes ownership of an inherited descriptor, refusing stdio and closed
+/// ones; it is close-on-exec, so it never reaches the container.
+fn status_file(fd: RawFd) -> Result<fs::File> {
+    if fd <= 2 {
+        bail!("--status-fd {fd}: must not be stdin, stdout or stderr");
+    }
+    nix::fcntl::fcntl(
+        fd,
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+    )
+    .with_context(|| format!("--status-fd {fd}: not an open descriptor"))?;
+    // SAFETY: the caller handed us this open descriptor for our exclusive use.
+    Ok(unsafe { fs::File::from_raw_fd(fd) })
+}
+
+/// create + start, wait (forwarding signals, enforcing limits), delete
+/// unless `keep`, and return the workload's status (128+N when killed by
+/// signal N), as runc.
 pub fn foreground(
     ctx: &Ctx,
     opts: CreateOptions,
-    pidfd: Option<&std::path::Path>,
+    pidfd: Option<&Path>,
     keep: bool,
+    mut sup: Supervision,
 ) -> Result<u8> {
+    let started_at = Instant::now();
     let id = opts.id.clone();
-    let c = ctx.rt.create(opts)?;
-    let pid = c.pid().context("libcontainer reported no pid for init")?;
-    // Blocked only now that libcontainer has forked: init must not inherit
-    // a blocked signal mask.
-    let monitor = Monitor::new();
-    let started = monitor
-        .as_ref()
-        .map_err(|e| anyhow::anyhow!("{e}"))
-        .and_then(|_| send_pidfd(&c, pidfd))
-        .and_then(|_| Ok(ctx.rt.start(&id)?));
-    if let Err(e) = started {
-        let _ = ctx.rt.delete(&id, true);
-        let _ = nix::sys::wait::waitpid(pid, None);
-        return Err(e);
+    let result = start_supervised(ctx, opts, pidfd, &mut sup);
+    let (pid, monitor) = match result {
+        Ok(v) => v,
+        Err(e) => {
+            let _ = sup.finish(&Outcome::setup_failed(
+                format!("{e:#}"),
+                started_at.elapsed(),
+            ));
+            return Err(e);
+        }
+    };
+    sup.emit(serde_json::json!({ "event": "start", "pid": pid.as_raw(), "id": id }));
+
+    let limits = sup.limits;
+    let tick = match (limits.rss_limit, limits.timeout) {
+        (Some(_), _) => Some(guard::RSS_POLL),
+        (None, Some(t)) => Some(t.min(Duration::from_millis(100))),
+        (None, None) => None,
+    };
+    let mut peak = 0u64;
+    let mut killed_for = None;
+    let done = monitor.wait(pid, tick, || {
+        if let Some(limit) = limits.rss_limit {
+            if let Some(rss) = guard::rss(pid.as_raw()) {
+                peak = peak.max(rss);
+                if rss > limit {
+                    killed_for = Some(Reason::RssLimit);
+                }
+            }
+        }
+        if limits.timeout.is_some_and(|t| started_at.elapsed() >= t) {
+            killed_for.get_or_insert(Reason::Timeout);
+        }
+        if killed_for.is_some() {
+            let _ = ctx.rt.kill(&id, Signal::SIGKILL, true);
+            return true;
+        }
+        false
+    })?;
+    if killed_for.is_none() && ctx.rt.oom_killed(&id) {
+        killed_for = Some(Reason::Oom);
     }
-    let exit = monitor?.wait(pid, None, || false)?;
+    let outcome = Outcome::finished(pid.as_raw(), done, killed_for, peak, started_at.elapsed());
     if !keep {
         ctx.rt.delete(&id, true)?;
     }
-    Ok(exit.status().clamp(0, 255) as u8)
+    sup.finish(&outcome)?;
+    Ok(outcome.status.clamp(0, 255) as u8)
+}
+
+fn start_supervised(
+    ctx: &Ctx,
+    opts: CreateOptions,
+    pidfd: Option<&Path>,
+    sup: &mut Supervision,
+) -> Result<(nix::unistd::Pid, Monitor)> {
+    let id = opts.id.clone();
+    let c = ctx.rt.create(opts)?;
+    let pid = c.pid().context("libcontainer reported no pid for init")?;
+    let started = (|| -> Result<Monitor> {
+        // Blocked only now that libcontainer has forked: init must not
+        // inherit a blocked signal mask.
+        let monitor = Monitor::new()?;
+        send_pidfd(&c, pidfd)?;
+        if let Some(expect) = &sup.posture {
+            // Before start, init has everything but seccomp (loaded right
+            // before exec) and still holds its close-on-exec descriptors:
+            // check the rest while no workload code has run.
+            let before = Expect {
+                seccomp: false,
+                max_fd: None,
+                ..expect.clone()
+            };
+            check_posture(pid.as_raw(), &before)?;
+        }
+        ctx.rt.start(&id)?;
+        if let Some(expect) = &sup.posture {
+            // After start the workload has exec'd; if it already exited
+            // there is nothing left to check or to stop.
+            if guard::rss(pid.as_raw()).is_some() {
+                check_posture(pid.as_raw(), expect)?;
+            }
+        }
+        Ok(monitor)
+    })();
+    match started {
+        Ok(m) => Ok((pid, m)),
+        Err(e) => {
+            let _ = ctx.rt.delete(&id, true);
+            let _ = nix::sys::wait::waitpid(pid, None);
+            Err(e)
+        }
+    }
+}
+
+fn check_posture(pid: i32, expect: &Expect) -> Result<()> {
+    let off =
+        guard::posture(Path::new(&format!("/proc/{pid}")), expect).map_err(anyhow::Error::msg)?;
+    if !off.is_empty() {
+        bail!("posture check failed, not running: {}", off.join("; "));
+    }
+    Ok(())
 }

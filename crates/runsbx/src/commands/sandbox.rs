@@ -14,6 +14,7 @@ use runsbx_bundle::{
 };
 use runsbx_policy::landlock::LandlockPolicy;
 use runsbx_policy::profile::sandbox_seccomp;
+use runsbx_runtime::guard::Expect;
 use runsbx_runtime::CreateOptions;
 
 use super::{run, Ctx};
@@ -97,6 +98,27 @@ fn prepare(flags: &SandboxFlags) -> Result<(serde_json::Value, Option<PrivateDir
     Ok((generate(&found, &options)?, private))
 }
 
+/// `--memory` / `--pids-limit`: cgroup limits in linux.resources.
+fn add_resources(
+    config: &mut serde_json::Value,
+    memory: Option<&str>,
+    pids: Option<i64>,
+) -> Result<()> {
+    if let Some(m) = memory {
+        let bytes = runsbx_runtime::guard::parse_size(m)
+            .with_context(|| format!("--memory {m:?}: not a size"))?;
+        config["linux"]["resources"]["memory"] =
+            serde_json::json!({ "limit": bytes, "swap": bytes });
+    }
+    if let Some(n) = pids {
+        if n < 1 {
+            bail!("--pids-limit {n}: must be at least 1");
+        }
+        config["linux"]["resources"]["pids"] = serde_json::json!({ "limit": n });
+    }
+    Ok(())
+}
+
 /// Removes the read-only bind mounts from the config and returns them.
 fn take_readonly_binds(config: &mut serde_json::Value) -> Vec<serde_json::Value> {
     let Some(mounts) = config["mounts"].as_array_mut() else {
@@ -161,6 +183,7 @@ fn make_traversable(dir: &Path) -> Result<()> {
 
 pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
     let (mut config, workdir) = prepare(&a.flags)?;
+    add_resources(&mut config, a.memory.as_deref(), a.pids_limit)?;
     let bundle = private_dir("runsbx-bundle-", None)?;
     // As root, make the read-only binds ourselves (see premount.rs): the
     // workload's unprivileged root could not reach sources under /root.
@@ -189,7 +212,18 @@ pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
         pid_file: a.pid_file.clone(),
         ..Default::default()
     };
-    let status = run::foreground(ctx, opts, None, false)?;
+    let mut sup = run::Supervision::from_flags(&a.guard)?;
+    if !a.no_posture_check {
+        sup.posture = Some(Expect {
+            no_new_privs: true,
+            seccomp: true,
+            no_caps: true,
+            not_host_root: true,
+            namespaces: vec!["user", "pid", "net", "mnt", "ipc", "uts"],
+            max_fd: Some(2),
+        });
+    }
+    let status = run::foreground(ctx, opts, None, false, sup)?;
     drop(workdir);
     drop(bundle);
     Ok(status)

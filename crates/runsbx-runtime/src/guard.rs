@@ -1,0 +1,317 @@
+//! What a supervisor of untrusted code needs beyond isolation: limits that
+//! runsbx enforces itself from the host (an RSS ceiling, a wall-clock
+//! timeout; no cgroups needed), a machine-readable outcome, and a posture
+//! check that verifies from /proc that the layers really are in force.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::monitor::{Exit, Finished};
+
+/// How often the workload's RSS is read when `--rss-limit` is set. A
+/// workload can outgrow the limit by what it allocates in one interval
+/// before it is killed.
+pub const RSS_POLL: Duration = Duration::from_millis(10);
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits {
+    pub timeout: Option<Duration>,
+    /// Bytes of resident memory of the workload process.
+    pub rss_limit: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    Exited,
+    Signaled,
+    RssLimit,
+    Timeout,
+    Oom,
+    SetupFailed,
+}
+
+/// The outcome of a foreground run, as written to `--report` and the
+/// status fd.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    pub reason: Reason,
+    /// The exit status runsbx itself exits with.
+    pub status: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i32>,
+    /// Highest RSS seen: the larger of the polled VmRSS and the kernel's
+    /// ru_maxrss for the process (which also counts runsbx's init image
+    /// before exec, a few MiB).
+    pub peak_rss_bytes: u64,
+    pub wall_ms: u64,
+    pub cpu_user_ms: u64,
+    pub cpu_system_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl Outcome {
+    pub fn setup_failed(message: String, wall: Duration) -> Self {
+        Self {
+            reason: Reason::SetupFailed,
+            status: 125,
+            exit_code: None,
+            signal: None,
+            pid: None,
+            peak_rss_bytes: 0,
+            wall_ms: wall.as_millis() as u64,
+            cpu_user_ms: 0,
+            cpu_system_ms: 0,
+            message: Some(message),
+        }
+    }
+
+    pub fn finished(
+        pid: i32,
+        done: Finished,
+        killed_for: Option<Reason>,
+        polled_peak: u64,
+        wall: Duration,
+    ) -> Self {
+        let (exit_code, signal) = match done.exit {
+            Exit::Code(c) => (Some(c), None),
+            Exit::Signal(s) => (None, Some(s)),
+        };
+        let reason = killed_for.unwrap_or(match done.exit {
+            Exit::Code(_) => Reason::Exited,
+            Exit::Signal(_) => Reason::Signaled,
+        });
+        Self {
+            reason,
+            status: done.exit.status(),
+            exit_code,
+            signal,
+            pid: Some(pid),
+            peak_rss_bytes: polled_peak.max(done.usage.max_rss),
+            wall_ms: wall.as_millis() as u64,
+            cpu_user_ms: done.usage.user.as_millis() as u64,
+            cpu_system_ms: done.usage.system.as_millis() as u64,
+            message: None,
+        }
+    }
+}
+
+/// VmRSS of a live process, in bytes.
+pub fn rss(pid: i32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status_field(&status, "VmRSS:")?
+        .split_whitespace()
+        .next()?
+        .parse::<u64>()
+        .ok()
+        .map(|kib| kib * 1024)
+}
+
+fn status_field<'a>(status: &'a str, name: &str) -> Option<&'a str> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .map(str::trim)
+}
+
+/// What the posture check expects of a workload.
+#[derive(Debug, Clone, Default)]
+pub struct Expect {
+    pub no_new_privs: bool,
+    pub seccomp: bool,
+    pub no_caps: bool,
+    /// The workload must not run as host uid/gid 0.
+    pub not_host_root: bool,
+    /// Namespaces (as named under /proc/<pid>/ns) that must differ from ours.
+    pub namespaces: Vec<&'static str>,
+    /// Highest descriptor number allowed open (2 = stdio only).
+    pub max_fd: Option<i32>,
+}
+
+/// Checks a process against `expect` from the host; returns what is off.
+/// `status` and the ns/fd listings are read from `proc_dir` (/proc/<pid>).
+pub fn posture(proc_dir: &Path, expect: &Expect) -> Result<Vec<String>, String> {
+    let status = std::fs::read_to_string(proc_dir.join("status"))
+        .map_err(|e| format!("read {}/status: {e}", proc_dir.display()))?;
+    Ok(check_status(&status, expect)
+        .into_iter()
+        .chain(check_namespaces(proc_dir, &expect.namespaces))
+        .chain(check_fds(proc_dir, expect.max_fd))
+        .collect())
+}
+
+/// The pure part of [`posture`]: the fields of /proc/<pid>/status.
+pub fn check_status(status: &str, expect: &Expect) -> Vec<String> {
+    let mut off = Vec::new();
+    let field = |name| status_field(status, name).unwrap_or("");
+    if expect.no_new_privs && field("NoNewPrivs:") != "1" {
+        off.push(format!("NoNewPrivs is {:?}, want 1", field("NoNewPrivs:")));
+    }
+    if expect.seccomp && field("Seccomp:") != "2" {
+        off.push(format!(
+            "Seccomp is {:?}, want 2 (filter)",
+            field("Seccomp:")
+        ));
+    }
+    if expect.no_caps {
+        for cap in ["CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"] {
+            let v = field(cap);
+            if u64::from_str_radix(v, 16) != Ok(0) {
+                off.push(format!("{} is {v}, want 0", cap.trim_end_matches(':')));
+            }
+        }
+    }
+    if expect.not_host_root {
+        for id in ["Uid:", "Gid:"] {
+            if field(id).split_whitespace().any(|v| v == "0") {
+                off.push(format!(
+                    "{} is {:?}: host root",
+                    id.trim_end_matches(':'),
+                    field(id)
+                ));
+            }
+        }
+    }
+    off
+}
+
+fn check_namespaces(proc_dir: &Path, names: &[&str]) -> Vec<String> {
+    let mut off = Vec::new();
+    for ns in names {
+        let theirs = std::fs::read_link(proc_dir.join("ns").join(ns));
+        let ours = std::fs::read_link(Path::new("/proc/self/ns").join(ns));
+        match (theirs, ours) {
+            (Ok(t), Ok(o)) if t == o => off.push(format!("{ns} namespace is the host's")),
+            (Err(e), _) => off.push(format!("{ns} namespace unreadable: {e}")),
+            _ => {}
+        }
+    }
+    off
+}
+
+fn check_fds(proc_dir: &Path, max_fd: Option<i32>) -> Vec<String> {
+    let Some(max) = max_fd else { return Vec::new() };
+    let Ok(rd) = std::fs::read_dir(proc_dir.join("fd")) else {
+        return vec!["fd list unreadable".into()];
+    };
+    let mut off = Vec::new();
+    for e in rd.flatten() {
+        let Ok(n) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if n > max {
+            let target = std::fs::read_link(e.path()).unwrap_or_default();
+            off.push(format!("fd {n} is open ({})", target.display()));
+        }
+    }
+    off
+}
+
+/// Parses `10s`, `500ms`, `2m`, `1h`, or plain seconds (`1.5`).
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => (&s[..i], &s[i..]),
+        None => (s, "s"),
+    };
+    let n: f64 = num
+        .parse()
+        .ok()
+        .filter(|n: &f64| n.is_finite() && *n >= 0.0)?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return None,
+    };
+    Duration::try_from_secs_f64(secs).ok()
+}
+
+/// Parses `512M`, `1G`, `1048576`, `64K` (binary units) into bytes.
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mult) = match s.as_bytes().last()? {
+        b'K' | b'k' => (&s[..s.len() - 1], 1u64 << 10),
+        b'M' | b'm' => (&s[..s.len() - 1], 1 << 20),
+        b'G' | b'g' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.parse::<u64>()
+        .ok()?
+        .checked_mul(mult)
+        .filter(|n| *n > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STATUS: &str = "Name:\tpython3\nUid:\t65534\t65534\t65534\t65534\nGid:\t65534\t65534\t65534\t65534\n\
+        VmRSS:\t   1234 kB\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\n\
+        CapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n";
+
+    fn strict() -> Expect {
+        Expect {
+            no_new_privs: true,
+            seccomp: true,
+            no_caps: true,
+            not_host_root: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn sealed_status_passes() {
+        assert!(check_status(STATUS, &strict()).is_empty());
+    }
+
+    #[test]
+    fn each_weakness_is_named() {
+        let cases = [
+            ("NoNewPrivs:\t1", "NoNewPrivs:\t0", "NoNewPrivs"),
+            ("Seccomp:\t2", "Seccomp:\t0", "Seccomp"),
+            (
+                "CapEff:\t0000000000000000",
+                "CapEff:\t0000000000000400",
+                "CapEff",
+            ),
+            (
+                "CapBnd:\t0000000000000000",
+                "CapBnd:\t000001ffffffffff",
+                "CapBnd",
+            ),
+            ("Uid:\t65534\t65534", "Uid:\t0\t65534", "Uid"),
+        ];
+        for (from, to, name) in cases {
+            let off = check_status(&STATUS.replace(from, to), &strict());
+            assert_eq!(off.len(), 1, "{name}: {off:?}");
+            assert!(off[0].starts_with(name), "{off:?}");
+        }
+        // A missing field is a failure, not a pass.
+        assert!(!check_status("Name:\tx\n", &strict()).is_empty());
+    }
+
+    #[test]
+    fn durations_and_sizes() {
+        assert_eq!(parse_duration("10s"), Some(Duration::from_secs(10)));
+        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Some(Duration::from_millis(1500)));
+        for bad in ["", "x", "10x", "-1s", "NaN", "1e999"] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
+        assert_eq!(parse_size("512M"), Some(512 << 20));
+        assert_eq!(parse_size("1G"), Some(1 << 30));
+        assert_eq!(parse_size("4096"), Some(4096));
+        for bad in ["", "M", "0", "-1M", "1T", "99999999999999999999"] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
+    }
+}
