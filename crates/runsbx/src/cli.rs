@@ -88,6 +88,8 @@ pub enum Command {
     Sandbox(Sandbox),
     /// Generate the sandbox bundle for a command, without running it.
     Gen(Gen),
+    /// Run the escape probe in a sandbox and fail unless every escape is blocked.
+    Selftest(Selftest),
 }
 
 #[derive(Debug, Args)]
@@ -314,4 +316,15 @@ pub struct Gen {
     /// Bundle directory to write (must not exist or be empty).
     #[arg(short, long, value_name = "DIR")]
     pub output: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct Selftest {
+    /// The static runsbx-probe binary (default: next to runsbx, then PATH).
+    #[arg(long, value_name = "FILE")]
+    pub probe: Option<PathBuf>,
+    /// Test this bundle's policy instead of the default sandbox's: the probe
+    /// is bound into a copy of its config and run as its process.
+    #[arg(long, value_name = "DIR")]
+    pub bundle: Option<PathBuf>,
 }

@@ -32,3 +32,17 @@ pub fn fix_dev_null_stdio() -> std::io::Result<()> {
     }
     Ok(())
 }
+
+/// Takes ownership of a descriptor the caller of runsbx handed down (e.g.
+/// `--status-fd 3`), marking it close-on-exec so it never reaches a
+/// container. Fails when the number is not open.
+pub fn take_inherited(fd: RawFd) -> std::io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    nix::fcntl::fcntl(
+        fd,
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+    )?;
+    // SAFETY: fcntl just proved the descriptor open, and the caller gave it
+    // to runsbx for its exclusive use.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+}

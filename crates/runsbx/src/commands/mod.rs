@@ -11,6 +11,7 @@ mod pause;
 mod ps;
 mod run;
 mod sandbox;
+mod selftest;
 mod spec;
 mod start;
 mod state;
@@ -61,7 +62,11 @@ impl Command {
     pub fn enters_container(&self) -> bool {
         matches!(
             self,
-            Command::Create(_) | Command::Run(_) | Command::Exec(_) | Command::Sandbox(_)
+            Command::Create(_)
+                | Command::Run(_)
+                | Command::Exec(_)
+                | Command::Sandbox(_)
+                | Command::Selftest(_)
         )
     }
 
@@ -82,6 +87,7 @@ impl Command {
             Command::Spec(_) => "spec",
             Command::Sandbox(_) => "sandbox",
             Command::Gen(_) => "gen",
+            Command::Selftest(_) => "selftest",
         }
     }
 }
@@ -104,6 +110,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<u8> {
         Command::Spec(a) => spec::run(a).map(|_| 0),
         Command::Sandbox(a) => sandbox::sandbox(ctx, a),
         Command::Gen(a) => sandbox::gen(a).map(|_| 0),
+        Command::Selftest(a) => selftest::run(ctx, a),
     }
 }
 

@@ -1,6 +1,6 @@
 use std::fs;
 use std::io::Write;
-use std::os::fd::{FromRawFd, RawFd};
+use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -101,13 +101,8 @@ fn status_file(fd: RawFd) -> Result<fs::File> {
     if fd <= 2 {
         bail!("--status-fd {fd}: must not be stdin, stdout or stderr");
     }
-    nix::fcntl::fcntl(
-        fd,
-        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
-    )
-    .with_context(|| format!("--status-fd {fd}: not an open descriptor"))?;
-    // SAFETY: the caller handed us this open descriptor for our exclusive use.
-    Ok(unsafe { fs::File::from_raw_fd(fd) })
+    runsbx_runtime::sys::fds::take_inherited(fd)
+        .with_context(|| format!("--status-fd {fd}: not an open descriptor"))
 }
 
 /// create + start, wait (forwarding signals, enforcing limits), delete

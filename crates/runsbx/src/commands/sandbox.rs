@@ -21,7 +21,7 @@ use super::{run, Ctx};
 use crate::cli::{Gen, Sandbox, SandboxFlags};
 
 /// A workdir runsbx made and must remove.
-struct PrivateDir(PathBuf);
+pub struct PrivateDir(pub PathBuf);
 
 impl Drop for PrivateDir {
     fn drop(&mut self) {
@@ -29,7 +29,7 @@ impl Drop for PrivateDir {
     }
 }
 
-fn private_dir(prefix: &str, owner: Option<(u32, u32)>) -> Result<PrivateDir> {
+pub fn private_dir(prefix: &str, owner: Option<(u32, u32)>) -> Result<PrivateDir> {
     let dir = tempfile::Builder::new()
         .prefix(prefix)
         .tempdir()
@@ -45,7 +45,7 @@ fn private_dir(prefix: &str, owner: Option<(u32, u32)>) -> Result<PrivateDir> {
 
 /// The generated config.json for `flags`, with the private directories it
 /// refers to (kept alive by the caller).
-fn prepare(flags: &SandboxFlags) -> Result<(serde_json::Value, Option<PrivateDir>)> {
+pub fn prepare(flags: &SandboxFlags) -> Result<(serde_json::Value, Option<PrivateDir>)> {
     let path_env = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.to_string());
     let ro: Vec<PathBuf> = flags.ro.clone();
     let found = discover(&flags.command, &path_env, &ro)?;
@@ -98,6 +98,43 @@ fn prepare(flags: &SandboxFlags) -> Result<(serde_json::Value, Option<PrivateDir
     Ok((generate(&found, &options)?, private))
 }
 
+/// What every generated sandbox must look like from the host.
+pub fn sandbox_posture() -> Expect {
+    Expect {
+        no_new_privs: true,
+        seccomp: true,
+        no_caps: true,
+        not_host_root: true,
+        namespaces: vec!["user", "pid", "net", "mnt", "ipc", "uts"],
+        max_fd: Some(2),
+    }
+}
+
+/// Writes `config` as a bundle in a private directory and, as root, makes
+/// its read-only binds in our own mount namespace (see premount.rs).
+pub fn materialize(mut config: serde_json::Value) -> Result<PrivateDir> {
+    let bundle = private_dir("runsbx-bundle-", None)?;
+    // As root, make the read-only binds ourselves (see premount.rs): the
+    // workload's unprivileged root could not reach sources under /root.
+    let premounted = if nix::unistd::geteuid().is_root() {
+        take_readonly_binds(&mut config)
+    } else {
+        Vec::new()
+    };
+    write_bundle(&bundle.0, &config)?;
+    make_traversable(&bundle.0)?;
+    if !premounted.is_empty() {
+        let rootfs = bundle.0.join("rootfs");
+        make_mountpoints(&rootfs, &premounted).map_err(anyhow::Error::msg)?;
+        let paths: Vec<PathBuf> = premounted
+            .iter()
+            .filter_map(|m| m["source"].as_str().map(PathBuf::from))
+            .collect();
+        runsbx_runtime::premount::bind_readonly(&rootfs, &paths)?;
+    }
+    Ok(bundle)
+}
+
 /// `--memory` / `--pids-limit`: cgroup limits in linux.resources.
 fn add_resources(
     config: &mut serde_json::Value,
@@ -120,7 +157,7 @@ fn add_resources(
 }
 
 /// Removes the read-only bind mounts from the config and returns them.
-fn take_readonly_binds(config: &mut serde_json::Value) -> Vec<serde_json::Value> {
+pub fn take_readonly_binds(config: &mut serde_json::Value) -> Vec<serde_json::Value> {
     let Some(mounts) = config["mounts"].as_array_mut() else {
         return Vec::new();
     };
@@ -175,7 +212,7 @@ pub fn gen(a: Gen) -> Result<()> {
 
 /// The container's root is host nobody (or the invoking user): it must be
 /// able to reach the rootfs through the bundle dir.
-fn make_traversable(dir: &Path) -> Result<()> {
+pub fn make_traversable(dir: &Path) -> Result<()> {
     let mut perms = fs::metadata(dir)?.permissions();
     perms.set_mode(perms.mode() | 0o111);
     fs::set_permissions(dir, perms).with_context(|| format!("chmod {}", dir.display()))
@@ -184,25 +221,7 @@ fn make_traversable(dir: &Path) -> Result<()> {
 pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
     let (mut config, workdir) = prepare(&a.flags)?;
     add_resources(&mut config, a.memory.as_deref(), a.pids_limit)?;
-    let bundle = private_dir("runsbx-bundle-", None)?;
-    // As root, make the read-only binds ourselves (see premount.rs): the
-    // workload's unprivileged root could not reach sources under /root.
-    let premounted = if nix::unistd::geteuid().is_root() {
-        take_readonly_binds(&mut config)
-    } else {
-        Vec::new()
-    };
-    write_bundle(&bundle.0, &config)?;
-    make_traversable(&bundle.0)?;
-    if !premounted.is_empty() {
-        let rootfs = bundle.0.join("rootfs");
-        make_mountpoints(&rootfs, &premounted).map_err(anyhow::Error::msg)?;
-        let paths: Vec<PathBuf> = premounted
-            .iter()
-            .filter_map(|m| m["source"].as_str().map(PathBuf::from))
-            .collect();
-        runsbx_runtime::premount::bind_readonly(&rootfs, &paths)?;
-    }
+    let bundle = materialize(config)?;
     let id =
         a.id.clone()
             .unwrap_or_else(|| format!("sandbox-{}", std::process::id()));
@@ -214,14 +233,7 @@ pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
     };
     let mut sup = run::Supervision::from_flags(&a.guard)?;
     if !a.no_posture_check {
-        sup.posture = Some(Expect {
-            no_new_privs: true,
-            seccomp: true,
-            no_caps: true,
-            not_host_root: true,
-            namespaces: vec!["user", "pid", "net", "mnt", "ipc", "uts"],
-            max_fd: Some(2),
-        });
+        sup.posture = Some(sandbox_posture());
     }
     let status = run::foreground(ctx, opts, None, false, sup)?;
     drop(workdir);

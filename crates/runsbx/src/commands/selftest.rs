@@ -1,0 +1,207 @@
+//! `runsbx selftest`: run the static escape probe under the same policy as
+//! `sandbox` (or a given bundle's) and refuse unless every escape it tries
+//! is blocked and the posture check passes.
+//!
+//! It cannot pass by accident: each check must print its own line saying
+//! the attempt failed; a missing line (probe killed, not started, check
+//! skipped) is a failure, as is a probe exit status other than 0.
+
+use std::fs;
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use runsbx_runtime::CreateOptions;
+use serde_json::Value;
+
+use super::sandbox::{self, materialize, PrivateDir};
+use super::{run, Ctx};
+use crate::cli::{SandboxFlags, Selftest};
+
+/// (probe check, what it shows when it succeeds)
+fn checks(workdir: &Path) -> Vec<(String, &'static str)> {
+    let dropped = workdir.join("dropped");
+    let dropped = dropped.display();
+    vec![
+        ("tcp-connect:127.0.0.1:22".into(), "TCP connect to loopback"),
+        (
+            "tcp-connect:1.1.1.1:80".into(),
+            "TCP connect to a public address",
+        ),
+        (
+            "udp-sendto:1.1.1.1:53".into(),
+            "UDP send to a public address",
+        ),
+        ("read:/etc/passwd".into(), "read outside the workdir"),
+        ("list:/".into(), "list the root directory"),
+        ("write:/runsbx-selftest".into(), "write outside the workdir"),
+        ("fork".into(), "fork"),
+        ("clone3-fork".into(), "fork through clone3"),
+        ("ptrace-attach:1".into(), "ptrace"),
+        ("mount:/dev".into(), "mount"),
+        ("unshare:user".into(), "unshare a user namespace"),
+        ("unshare:net".into(), "unshare a network namespace"),
+        ("socket:netlink,raw".into(), "open a netlink socket"),
+        ("io-uring-setup".into(), "io_uring"),
+        ("proc-list".into(), "see processes in /proc"),
+        (format!("write:{dropped},#!/bin/sh"), ""),
+        (
+            format!("exec:{dropped}"),
+            "exec a file written in the workdir",
+        ),
+    ]
+}
+
+fn find_probe(given: Option<&Path>) -> Result<PathBuf> {
+    if let Some(p) = given {
+        return fs::canonicalize(p).with_context(|| format!("--probe {}", p.display()));
+    }
+    // argv[0] survives the sealed re-exec; /proc/self/exe does not.
+    let argv0 = std::env::args_os()
+        .next()
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(dir) = argv0.parent().filter(|d| !d.as_os_str().is_empty()) {
+        candidates.push(dir.join("runsbx-probe"));
+        candidates.push(dir.join("../probe/runsbx-probe"));
+    }
+    if let Some(p) = std::env::var_os("RUNSBX_PROBE") {
+        candidates.insert(0, PathBuf::from(p));
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        candidates.extend(std::env::split_paths(&path).map(|d| d.join("runsbx-probe")));
+    }
+    candidates
+        .into_iter()
+        .find(|c| c.is_file())
+        .map(|c| fs::canonicalize(&c).unwrap_or(c))
+        .context("runsbx-probe not found (pass --probe FILE; hack/build-probe builds it)")
+}
+
+pub fn run(ctx: &Ctx, a: Selftest) -> Result<u8> {
+    let probe = find_probe(a.probe.as_deref())?;
+    // A private workdir, as `sandbox` makes one.
+    let owner = nix::unistd::geteuid()
+        .is_root()
+        .then_some((runsbx_bundle::NOBODY, runsbx_bundle::NOBODY));
+    let work = sandbox::private_dir("runsbx-selftest-", owner)?;
+    let checks = checks(&work.0);
+    let mut command = vec![probe.display().to_string()];
+    command.extend(checks.iter().map(|(c, _)| c.clone()));
+
+    let bundle: PrivateDir = match &a.bundle {
+        None => {
+            let flags = SandboxFlags {
+                workdir: Some(work.0.clone()),
+                ro: Vec::new(),
+                env: Vec::new(),
+                rlimit: Vec::new(),
+                command: command.clone(),
+            };
+            let (config, _) = sandbox::prepare(&flags)?;
+            materialize(config)?
+        }
+        Some(dir) => copy_with_probe(dir, &probe, &command, &work.0)?,
+    };
+
+    let (read_end, write_end) = nix::unistd::pipe().context("pipe")?;
+    let null: OwnedFd = fs::File::open("/dev/null")?.into();
+    let stderr: OwnedFd = std::os::fd::AsFd::as_fd(&std::io::stderr()).try_clone_to_owned()?;
+    let opts = CreateOptions {
+        id: format!("selftest-{}", std::process::id()),
+        bundle: bundle.0.clone(),
+        stdio: Some([null, write_end, stderr]),
+        ..Default::default()
+    };
+    let mut sup = run::Supervision::default();
+    sup.posture = Some(sandbox::sandbox_posture());
+    let status = run::foreground(ctx, opts, None, false, sup);
+    let mut output = String::new();
+    fs::File::from(read_end).read_to_string(&mut output)?;
+    let status = status?;
+
+    let results: Vec<Value> = output
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let mut failed = Vec::new();
+    for (check, meaning) in &checks {
+        if meaning.is_empty() {
+            continue; // set-up step for the next check
+        }
+        let line = results.iter().find(|r| r["check"] == check.as_str());
+        let blocked = match line {
+            None => Err("no result (the probe did not report it)".to_string()),
+            Some(r) if r["ok"] == false => Ok(r["errno"].as_str().unwrap_or("?").to_string()),
+            // A pid namespace shows the probe only itself.
+            Some(r) if check == "proc-list" && r["ret"].as_i64().is_some_and(|n| n <= 1) => {
+                Ok("own pid only".into())
+            }
+            Some(_) => Err("ALLOWED".to_string()),
+        };
+        match blocked {
+            Ok(how) => println!("ok    {meaning}: blocked ({how})"),
+            Err(why) => {
+                println!("FAIL  {meaning}: {why}");
+                failed.push(*meaning);
+            }
+        }
+    }
+    if status != 0 {
+        failed.push("the probe did not exit cleanly");
+    }
+    if !failed.is_empty() {
+        bail!("{} check(s) failed: {}", failed.len(), failed.join(", "));
+    }
+    println!("selftest passed: every escape was blocked");
+    Ok(0)
+}
+
+/// A copy of `dir`'s config whose process is the probe, bound read-only
+/// into the bundle's own rootfs, with the workdir bound read-write.
+fn copy_with_probe(
+    dir: &Path,
+    probe: &Path,
+    command: &[String],
+    work: &Path,
+) -> Result<PrivateDir> {
+    let src = fs::canonicalize(dir).with_context(|| format!("--bundle {}", dir.display()))?;
+    let text =
+        fs::read(src.join("config.json")).with_context(|| format!("--bundle {}", dir.display()))?;
+    let mut config: Value = serde_json::from_slice(&text).context("--bundle: config.json")?;
+    let root = config["root"]["path"]
+        .as_str()
+        .context("--bundle: root.path missing")?;
+    let rootfs = src.join(root);
+    config["root"]["path"] = rootfs.display().to_string().into();
+    config["process"]["args"] = command.into();
+    config["process"]["cwd"] = "/".into();
+    let added = [
+        serde_json::json!({
+            "destination": probe, "type": "bind", "source": probe, "options": ["bind", "ro"]
+        }),
+        serde_json::json!({
+            "destination": work, "type": "bind", "source": work, "options": ["bind", "rw"]
+        }),
+    ];
+    // The container's root may be unprivileged: create the mount points in
+    // the bundle's rootfs now, as the invoking user.
+    runsbx_bundle::make_mountpoints(&rootfs, &added).map_err(anyhow::Error::msg)?;
+    let mounts = config["mounts"]
+        .as_array_mut()
+        .context("--bundle: no mounts")?;
+    mounts.extend(added);
+    // The bundle's Landlock policy knows nothing of the probe: let it read
+    // and execute the probe binary itself, and nothing more.
+    if let Some(rules) = config["process"]["landlock"]["rules"]["pathBeneath"].as_array_mut() {
+        rules.push(serde_json::json!({
+            "allowedAccess": ["execute", "read_file"], "paths": [probe]
+        }));
+    }
+    let out = sandbox::private_dir("runsbx-selftest-bundle-", None)?;
+    fs::write(out.0.join("config.json"), serde_json::to_vec(&config)?)?;
+    sandbox::make_traversable(&out.0)?;
+    Ok(out)
+}
