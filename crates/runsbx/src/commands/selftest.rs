@@ -115,8 +115,10 @@ pub fn run(ctx: &Ctx, a: Selftest) -> Result<u8> {
         stdio: Some([null, write_end, stderr]),
         ..Default::default()
     };
-    let mut sup = run::Supervision::default();
-    sup.posture = Some(sandbox::sandbox_posture());
+    let sup = run::Supervision {
+        posture: Some(sandbox::sandbox_posture()),
+        ..Default::default()
+    };
     let status = run::foreground(ctx, opts, None, false, sup);
     let mut output = String::new();
     fs::File::from(read_end).read_to_string(&mut output)?;
