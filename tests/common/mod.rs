@@ -280,3 +280,124 @@ pub fn assert_one_line_error(out: &Output, needle: &str) {
         "error line should mention {needle:?}: {err}"
     );
 }
+
+// ---- Probe and runc helpers (seccomp and differential tests) ----
+
+/// The static probe: `$RUNSBX_PROBE` (set by hack/test), else built once per
+/// test process with `hack/build-probe`. Fails with the reason, never skips.
+pub fn probe_bin() -> PathBuf {
+    static PROBE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PROBE
+        .get_or_init(|| {
+            if let Some(p) = std::env::var_os("RUNSBX_PROBE") {
+                let p = PathBuf::from(p);
+                assert!(
+                    p.is_file(),
+                    "RUNSBX_PROBE={} is not a file: run hack/build-probe",
+                    p.display()
+                );
+                return p;
+            }
+            let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+            let out = Command::new(repo.join("hack/build-probe"))
+                .current_dir(&repo)
+                .stdin(Stdio::null())
+                .output()
+                .expect("spawn hack/build-probe");
+            assert!(
+                out.status.success(),
+                "RUNSBX_PROBE is unset and hack/build-probe failed ({:?}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let p = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+            assert!(
+                p.is_file(),
+                "hack/build-probe printed {}, not a file",
+                p.display()
+            );
+            p
+        })
+        .clone()
+}
+
+pub const RUNC: &str = "/usr/sbin/runc";
+
+/// The JSON lines a probe printed, in order; other lines are ignored.
+pub fn probe_lines(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("check").is_some())
+        .collect()
+}
+
+impl Env {
+    /// runc's state root for this env, next to runsbx's.
+    pub fn runc_root(&self) -> PathBuf {
+        self.tmp.path().join("runc-state")
+    }
+
+    /// Runs Debian's runc with this env's runc root; stdio to files as in
+    /// [`Env::run`].
+    pub fn runc(&self, args: &[&str]) -> Output {
+        require_file(RUNC, "runc");
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let out_path = self.tmp.path().join(format!("runc-out.{n}"));
+        let err_path = self.tmp.path().join(format!("runc-err.{n}"));
+        let status = Command::new(RUNC)
+            .arg("--root")
+            .arg(self.runc_root())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(&out_path).unwrap())
+            .stderr(fs::File::create(&err_path).unwrap())
+            .status()
+            .expect("spawn runc");
+        Output {
+            status,
+            stdout: fs::read(&out_path).unwrap(),
+            stderr: fs::read(&err_path).unwrap(),
+        }
+    }
+
+    pub fn runc_ok(&self, args: &[&str]) -> String {
+        let out = self.runc(args);
+        assert!(
+            out.status.success(),
+            "runc {args:?} failed ({:?}):\nstdout: {}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Force-deletes every runc container under this env's runc root; tests
+    /// call it at the end, and [`Cleanup`] on unwind.
+    pub fn runc_cleanup(&self) {
+        let Ok(rd) = fs::read_dir(self.runc_root()) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let id = e.file_name().to_string_lossy().into_owned();
+            let _ = self.runc(&["delete", "--force", &id]);
+        }
+    }
+}
+
+/// Force-deletes the env's containers, runc's and runsbx's, when dropped,
+/// also when a test panics (the state roots live in the temp dir, but the
+/// cgroups and processes do not).
+pub struct Cleanup<'a>(pub &'a Env);
+
+impl Drop for Cleanup<'_> {
+    fn drop(&mut self) {
+        self.0.runc_cleanup();
+        for id in self.0.state_entries() {
+            if !id.starts_with('.') {
+                let _ = self.0.run(&["delete", "--force", &id]);
+            }
+        }
+    }
+}

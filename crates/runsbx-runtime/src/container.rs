@@ -309,7 +309,10 @@ impl Runtime {
                 .created()
                 .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true))
                 .unwrap_or_default(),
-            owner: String::new(),
+            owner: c
+                .creator()
+                .map(|o| o.to_string_lossy().into_owned())
+                .unwrap_or_default(),
             annotations: c.state.annotations.clone().filter(|a| !a.is_empty()),
         }
     }

@@ -1,0 +1,280 @@
+//! Supervision: the workload's PID, the RSS ceiling, the wall-clock
+//! timeout, cgroup limits, the outcome report, fd hygiene and `selftest`.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+fn report(env: &Env, flags: &[&str], cmd: &[&str]) -> (Option<i32>, Value) {
+    let path = env
+        .tmp
+        .path()
+        .join(format!("report-{}.json", unique_id("r")));
+    let mut args = vec!["sandbox", "--report", path.to_str().unwrap()];
+    args.extend_from_slice(flags);
+    args.push("--");
+    args.extend_from_slice(cmd);
+    let out = env.run(&args);
+    let text = fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("no report ({e}): {}", stderr_of(&out)));
+    (out.status.code(), serde_json::from_str(&text).unwrap())
+}
+
+const MIB: u64 = 1 << 20;
+
+#[test]
+fn rss_limit_kills_and_reports() {
+    let env = Env::new();
+    // 8 MiB every 30 ms: at most one step between two 10 ms polls.
+    let code = "import time\nx = []\nwhile True:\n    x.append(b'x' * (8 << 20)); time.sleep(0.03)";
+    let (status, r) = report(&env, &["--rss-limit", "64M"], &["python3", "-c", code]);
+    assert_eq!(status, Some(137), "{r}");
+    assert_eq!(r["reason"], "rss-limit", "{r}");
+    let peak = r["peak_rss_bytes"].as_u64().unwrap();
+    assert!(peak > 64 * MIB, "peak {peak} not above the limit");
+    assert!(
+        peak < 64 * MIB + 2 * 8 * MIB,
+        "peak {peak} beyond limit + one poll's growth"
+    );
+}
+
+#[test]
+fn timeout_kills_within_the_documented_slack() {
+    let env = Env::new();
+    let (status, r) = report(
+        &env,
+        &["--timeout", "500ms"],
+        &["python3", "-c", "import time; time.sleep(30)"],
+    );
+    assert_eq!(status, Some(137), "{r}");
+    assert_eq!(r["reason"], "timeout");
+    let wall = r["wall_ms"].as_u64().unwrap();
+    // Slack: the start-up of the sandbox (counted in wall) plus one 100 ms tick.
+    assert!((500..3000).contains(&wall), "wall {wall} ms");
+}
+
+#[test]
+fn memory_limit_leads_to_oom() {
+    let env = Env::new();
+    let (status, r) = report(
+        &env,
+        &["--memory", "48M"],
+        &["python3", "-c", "x = bytearray(300 << 20)"],
+    );
+    assert_eq!(status, Some(137), "{r}");
+    assert_eq!(r["reason"], "oom", "{r}");
+}
+
+#[test]
+fn pids_limit_contains_a_thread_bomb() {
+    let env = Env::new();
+    // fork is refused by seccomp; threads are what the workload can multiply.
+    let code = "import threading, time\nn = 0\ntry:\n    while n < 200:\n        threading.Thread(target=time.sleep, args=(5,), daemon=True).start(); n += 1\nexcept RuntimeError:\n    pass\nprint(n)";
+    let out = env.run(&["sandbox", "--pids-limit", "16", "--", "python3", "-c", code]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let n: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    assert!(n < 16, "{n} threads started under a limit of 16");
+}
+
+#[test]
+fn outcome_of_a_normal_exit() {
+    let env = Env::new();
+    let (status, r) = report(&env, &[], &["python3", "-c", "import sys; sys.exit(3)"]);
+    assert_eq!(status, Some(3));
+    assert_eq!(r["reason"], "exited");
+    assert_eq!(r["exit_code"], 3);
+    assert!(r["pid"].as_i64().unwrap() > 0);
+    assert!(r["cpu_user_ms"].is_u64() && r["wall_ms"].is_u64());
+}
+
+#[test]
+fn the_reported_pid_is_the_workload_and_its_rss_grows() {
+    let env = Env::new();
+    let status_path = env.tmp.path().join("status");
+    let status_file = fs::File::create(&status_path).unwrap();
+    let code = "import sys\nsys.stdin.readline()\nx = b'y' * (64 << 20)\nprint('grown', flush=True)\nsys.stdin.readline()";
+    let mut child = env
+        .cmd()
+        .args(["sandbox", "--status-fd", "3", "--", "python3", "-c", code])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .fd3(status_file)
+        .spawn()
+        .unwrap();
+    let pid = wait_for_start(&status_path);
+    let exe = fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    assert!(exe.to_string_lossy().contains("python3"), "{exe:?}");
+    let before = vm_rss(pid);
+    use std::io::{BufRead, Write};
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"go\n").unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "grown\n");
+    let after = vm_rss(pid);
+    assert!(after > before + 60 * MIB, "VmRSS {before} -> {after}");
+    stdin.write_all(b"done\n").unwrap();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let lines = fs::read_to_string(&status_path).unwrap();
+    let last: Value = serde_json::from_str(lines.lines().last().unwrap()).unwrap();
+    assert_eq!(last["event"], "exit");
+    assert_eq!(last["pid"], pid);
+}
+
+fn wait_for_start(path: &Path) -> i32 {
+    for _ in 0..500 {
+        if let Some(first) = fs::read_to_string(path)
+            .ok()
+            .and_then(|t| t.lines().next().map(String::from))
+        {
+            let v: Value = serde_json::from_str(&first).unwrap();
+            assert_eq!(v["event"], "start");
+            return v["pid"].as_i64().unwrap() as i32;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("no start event on the status fd");
+}
+
+fn vm_rss(pid: i32) -> u64 {
+    let s = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = s
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    kib * 1024
+}
+
+trait Fd3 {
+    fn fd3(&mut self, f: fs::File) -> &mut Self;
+}
+
+impl Fd3 for Command {
+    /// Hands `f` to the child as descriptor 3.
+    fn fd3(&mut self, f: fs::File) -> &mut Self {
+        use std::os::fd::{AsRawFd, IntoRawFd};
+        use std::os::unix::process::CommandExt;
+        let raw = f.into_raw_fd();
+        // SAFETY: dup2 is async-signal-safe; raw stays open in the parent
+        // until the child has been spawned.
+        unsafe {
+            self.pre_exec(move || {
+                if libc::dup2(raw, 3) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            })
+        };
+        let _ = std::io::stdin().as_raw_fd();
+        self
+    }
+}
+
+#[test]
+fn an_open_host_fd_is_not_visible_inside() {
+    let env = Env::new();
+    let b = env.bundle("b", &["ls", "/proc/self/fd"]);
+    let id = unique_id("fd");
+    // fd 5 open on a secret file in runsbx's caller, as a careless
+    // supervisor might leave it.
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "exec 5</etc/hostname; exec {} --root {} run --bundle {} {id}",
+            runsbx_bin().display(),
+            env.root.display(),
+            b.path()
+        ))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let fds: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    // 0-2, plus the one ls opens to list the directory.
+    assert!(
+        fds.len() <= 4 && !fds.contains(&"5".to_string()),
+        "fds inside: {fds:?}"
+    );
+}
+
+fn probe() -> PathBuf {
+    if let Some(p) = std::env::var_os("RUNSBX_PROBE") {
+        return PathBuf::from(p);
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Command::new(repo.join("hack/build-probe"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "hack/build-probe failed: {}",
+        stderr_of(&out)
+    );
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+#[test]
+fn selftest_passes_and_fails_on_a_weakened_bundle() {
+    let env = Env::new();
+    let probe = probe();
+    let out = env.run(&["selftest", "--probe", probe.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "selftest failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr_of(&out)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("selftest passed"));
+
+    // The same policy, but sharing the host's network namespace.
+    let work = env.tmp.path().join("w");
+    fs::create_dir_all(&work).unwrap();
+    nix::unistd::chown(&work, Some(65534.into()), Some(65534.into())).unwrap();
+    let mut p = fs::metadata(env.tmp.path()).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
+    fs::set_permissions(env.tmp.path(), p).unwrap();
+    let bundle = env.tmp.path().join("weak");
+    env.ok(&[
+        "gen",
+        "--workdir",
+        work.to_str().unwrap(),
+        "-o",
+        bundle.to_str().unwrap(),
+        "--",
+        "/usr/bin/busybox",
+        "true",
+    ]);
+    let cfg_path = bundle.join("config.json");
+    let mut cfg: Value = serde_json::from_slice(&fs::read(&cfg_path).unwrap()).unwrap();
+    cfg["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|n| n["type"] != "network");
+    fs::write(&cfg_path, serde_json::to_vec(&cfg).unwrap()).unwrap();
+    let out = env.run(&[
+        "selftest",
+        "--probe",
+        probe.to_str().unwrap(),
+        "--bundle",
+        bundle.to_str().unwrap(),
+    ]);
+    assert_one_line_error(&out, "net namespace is the host's");
+    assert!(env.state_entries().is_empty());
+}
