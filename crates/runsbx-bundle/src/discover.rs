@@ -40,7 +40,7 @@ const MAX_SHEBANG_DEPTH: usize = 4;
 const NIX_STORE: &str = "/nix/store";
 
 /// What the sandbox needs to run one command.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Discovery {
     /// The real path the workload is exec'd by (canonical, or a venv's
     /// `bin/python`, whose location tells Python it is in that venv).
@@ -60,7 +60,7 @@ pub struct Discovery {
 }
 
 /// What a Python interpreter reported about itself (run with `-I`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PythonInfo {
     pub executable: PathBuf,
     pub prefix: PathBuf,

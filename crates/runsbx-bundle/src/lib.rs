@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 mod bundle;
+mod cache;
 pub mod discover;
 mod elf;
 mod env;
@@ -21,6 +22,7 @@ mod ldcache;
 mod paths;
 
 pub use bundle::{make_mountpoints, write_bundle};
+pub use cache::discover_cached;
 pub use discover::{discover, discover_in, Discovery, PythonInfo};
 pub use env::{parse_env_flag, scrub_env, DEFAULT_PATH, ENV_ALLOWLIST};
 pub use error::BundleError;

@@ -131,7 +131,9 @@ pub struct Expect {
     pub not_host_root: bool,
     /// Namespaces (as named under /proc/<pid>/ns) that must differ from ours.
     pub namespaces: Vec<&'static str>,
-    /// Highest descriptor number allowed open (2 = stdio only).
+    /// Descriptors above this number must be close-on-exec (2 = only
+    /// stdio reaches the workload). Meaningful before exec only: after it,
+    /// the workload's own descriptors are its business.
     pub max_fd: Option<i32>,
 }
 
@@ -206,9 +208,24 @@ fn check_fds(proc_dir: &Path, max_fd: Option<i32>) -> Vec<String> {
         let Ok(n) = e.file_name().to_string_lossy().parse::<i32>() else {
             continue;
         };
-        if n > max {
+        if n <= max {
+            continue;
+        }
+        // Before exec, init still holds its own descriptors; what matters
+        // is that each is close-on-exec, so none reaches the workload.
+        let info = std::fs::read_to_string(proc_dir.join("fdinfo").join(n.to_string()));
+        let cloexec = info.ok().and_then(|i| {
+            i.lines()
+                .find_map(|l| l.strip_prefix("flags:"))
+                .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+                .map(|flags| flags & 0o2000000 != 0)
+        });
+        if cloexec != Some(true) {
             let target = std::fs::read_link(e.path()).unwrap_or_default();
-            off.push(format!("fd {n} is open ({})", target.display()));
+            off.push(format!(
+                "fd {n} ({}) would reach the workload (not close-on-exec)",
+                target.display()
+            ));
         }
     }
     off

@@ -183,11 +183,9 @@ fn start_supervised(
         send_pidfd(&c, pidfd)?;
         if let Some(expect) = &sup.posture {
             // Before start, init has everything but seccomp (loaded right
-            // before exec) and still holds its close-on-exec descriptors:
-            // check the rest while no workload code has run.
+            // before exec): check the rest while no workload code has run.
             let before = Expect {
                 seccomp: false,
-                max_fd: None,
                 ..expect.clone()
             };
             check_posture(pid.as_raw(), &before)?;
@@ -197,7 +195,11 @@ fn start_supervised(
             // After start the workload has exec'd; if it already exited
             // there is nothing left to check or to stop.
             if guard::rss(pid.as_raw()).is_some() {
-                check_posture(pid.as_raw(), expect)?;
+                let after = Expect {
+                    max_fd: None,
+                    ..expect.clone()
+                };
+                check_posture(pid.as_raw(), &after)?;
             }
         }
         Ok(monitor)

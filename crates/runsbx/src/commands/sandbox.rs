@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use runsbx_bundle::{
-    discover, generate, host_ids, make_mountpoints, merge_rlimits, parse_env_flag, rlimit_name,
-    scrub_env, write_bundle, GenerateOptions, DEFAULT_PATH, NOBODY,
+    discover, discover_cached, generate, host_ids, make_mountpoints, merge_rlimits, parse_env_flag,
+    rlimit_name, scrub_env, write_bundle, GenerateOptions, DEFAULT_PATH, NOBODY,
 };
 use runsbx_policy::landlock::LandlockPolicy;
 use runsbx_policy::profile::sandbox_seccomp;
@@ -45,10 +45,19 @@ pub fn private_dir(prefix: &str, owner: Option<(u32, u32)>) -> Result<PrivateDir
 
 /// The generated config.json for `flags`, with the private directories it
 /// refers to (kept alive by the caller).
-pub fn prepare(flags: &SandboxFlags) -> Result<(serde_json::Value, Option<PrivateDir>)> {
+pub fn prepare(
+    flags: &SandboxFlags,
+    cache: Option<&Path>,
+) -> Result<(serde_json::Value, Option<PrivateDir>)> {
     let path_env = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.to_string());
     let ro: Vec<PathBuf> = flags.ro.clone();
-    let found = discover(&flags.command, &path_env, &ro)?;
+    let found = match cache {
+        Some(dir) => {
+            let cwd = std::env::current_dir().context("current directory")?;
+            discover_cached(&flags.command, &path_env, &ro, &cwd, dir)?
+        }
+        None => discover(&flags.command, &path_env, &ro)?,
+    };
 
     let invoker = (
         nix::unistd::getuid().as_raw(),
@@ -204,7 +213,7 @@ pub fn gen(a: Gen) -> Result<()> {
     if a.flags.workdir.is_none() {
         bail!("gen needs --workdir: a generated bundle outlives this command");
     }
-    let (config, _) = prepare(&a.flags)?;
+    let (config, _) = prepare(&a.flags, None)?;
     write_bundle(&a.output, &config)?;
     make_traversable(&a.output)?;
     Ok(())
@@ -219,7 +228,7 @@ pub fn make_traversable(dir: &Path) -> Result<()> {
 }
 
 pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
-    let (mut config, workdir) = prepare(&a.flags)?;
+    let (mut config, workdir) = prepare(&a.flags, Some(&ctx.rt.root.join(".discovery")))?;
     add_resources(&mut config, a.memory.as_deref(), a.pids_limit)?;
     let bundle = materialize(config)?;
     let id =

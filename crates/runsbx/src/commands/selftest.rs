@@ -100,7 +100,7 @@ pub fn run(ctx: &Ctx, a: Selftest) -> Result<u8> {
                 rlimit: Vec::new(),
                 command: command.clone(),
             };
-            let (config, _) = sandbox::prepare(&flags)?;
+            let (config, _) = sandbox::prepare(&flags, None)?;
             materialize(config)?
         }
         Some(dir) => copy_with_probe(dir, &probe, &command, &work.0)?,
