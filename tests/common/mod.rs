@@ -123,11 +123,14 @@ impl Env {
         }
     }
 
+    /// What is in the state root, but for the discovery cache, which
+    /// outlives containers by design.
     pub fn state_entries(&self) -> Vec<String> {
         match fs::read_dir(&self.root) {
             Ok(rd) => rd
                 .flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n != ".discovery")
                 .collect(),
             Err(_) => Vec::new(),
         }
