@@ -378,3 +378,35 @@ fn hello_bundle_runs_as_is() {
         "{out}"
     );
 }
+
+/// CVE-2019-5736: a container that can see runsbx's init (here, one sharing
+/// the host's pid namespace) must find a sealed memfd behind
+/// /proc/<pid>/exe, never the runsbx binary on disk.
+#[test]
+fn init_runs_from_a_sealed_copy_when_its_pid_namespace_is_shared() {
+    let env = Env::new();
+    let mut b = env.bundle("b", &["sleep", "100"]);
+    b.config["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|n| n["type"] != "pid");
+    b.save();
+    let id = unique_id("seal");
+    env.ok(&["create", "--bundle", b.path(), &id]);
+    let pid = env.state(&id)["pid"].as_i64().unwrap();
+    let exe = fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    assert!(
+        exe.to_string_lossy().starts_with("/memfd:runsbx"),
+        "init runs from {exe:?}"
+    );
+    // Writing through it fails: busy while executed, sealed (EPERM) after.
+    let err = fs::OpenOptions::new()
+        .write(true)
+        .open(format!("/proc/{pid}/exe"))
+        .unwrap_err();
+    assert!(
+        matches!(err.raw_os_error(), Some(libc::EPERM) | Some(libc::ETXTBSY)),
+        "{err}"
+    );
+    env.ok(&["delete", "--force", &id]);
+}

@@ -28,10 +28,10 @@ fn main() -> ExitCode {
         eprintln!("runsbx: no command given; see runsbx --help");
         return ExitCode::from(2);
     };
-    // Commands that fork a process into a container run from a sealed copy
-    // of this binary (CVE-2019-5736; see runsbx_runtime::sys::memfd). It
-    // comes before anything else they do, and fails closed.
-    if command.enters_container() && !runsbx_runtime::sys::memfd::is_sealed() {
+    // Commands whose processes a container could see run from a sealed
+    // copy of this binary (CVE-2019-5736; see needs_sealed_binary). It comes
+    // before anything else they do, and fails closed.
+    if command.needs_sealed_binary() && !runsbx_runtime::sys::memfd::is_sealed() {
         let err = runsbx_runtime::sys::memfd::reexec_sealed();
         eprintln!("runsbx: cannot run from a sealed copy of the binary: {err}");
         return ExitCode::FAILURE;

@@ -8,8 +8,9 @@
 //! process that can meet a container is a sealed memfd: the kernel refuses
 //! writes to it (F_SEAL_WRITE) and nothing on the host's disk is reachable.
 //! Layer: the runtime binary itself; libcontainer does not protect it.
-//! Checked by: tests/security.rs (exe of a created container's init is a
-//! sealed memfd).
+//! Which commands need it: see `Command::needs_sealed_binary` in the CLI.
+//! Checked by: tests/lifecycle.rs
+//! (`init_runs_from_a_sealed_copy_when_its_pid_namespace_is_shared`).
 
 use std::ffi::{CStr, CString};
 use std::fs::File;

@@ -58,16 +58,24 @@ fn default_root() -> PathBuf {
 }
 
 impl Command {
-    /// Commands that fork a process which enters a container.
-    pub fn enters_container(&self) -> bool {
-        matches!(
-            self,
-            Command::Create(_)
-                | Command::Run(_)
-                | Command::Exec(_)
-                | Command::Sandbox(_)
-                | Command::Selftest(_)
-        )
+    /// Whether this command must run from a sealed copy of the binary
+    /// (CVE-2019-5736; see runsbx_runtime::sys::memfd).
+    ///
+    /// The attack needs a container process that can see a runsbx process
+    /// (its /proc/<pid>/exe) in its pid namespace. That is the case for
+    /// `exec`, whose init joins a running container, and for a container
+    /// that joins an existing pid namespace or shares the host's. A
+    /// container in a new pid namespace has no process but runsbx's own init
+    /// until that init has exec'd the workload, so nothing in it can reach a
+    /// runsbx binary: `sandbox` and `selftest` (which always make a new pid
+    /// namespace) and such bundles skip the copy, which costs several ms.
+    pub fn needs_sealed_binary(&self) -> bool {
+        match self {
+            Command::Exec(_) => true,
+            Command::Create(a) => joins_pid_namespace(&a.flags.bundle),
+            Command::Run(a) => joins_pid_namespace(&a.flags.bundle),
+            _ => false,
+        }
     }
 
     pub fn name(&self) -> &'static str {
@@ -112,6 +120,22 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<u8> {
         Command::Gen(a) => sandbox::gen(a).map(|_| 0),
         Command::Selftest(a) => selftest::run(ctx, a),
     }
+}
+
+/// True unless the bundle's config asks for a new pid namespace (no path).
+/// An unreadable config counts as joining: fail safe, seal.
+fn joins_pid_namespace(bundle: &Path) -> bool {
+    let Ok(text) = std::fs::read(bundle.join("config.json")) else {
+        return true;
+    };
+    let Ok(config) = serde_json::from_slice::<serde_json::Value>(&text) else {
+        return true;
+    };
+    let namespaces = config["linux"]["namespaces"].as_array();
+    !namespaces.is_some_and(|ns| {
+        ns.iter()
+            .any(|n| n["type"] == "pid" && n["path"].as_str().is_none_or(str::is_empty))
+    })
 }
 
 /// `--version`, in runc's layout (containerd and podman parse the first
