@@ -46,6 +46,9 @@ pub struct CreateOptions {
     /// needs a console socket.
     pub detach: bool,
     pub stdio: Option<[OwnedFd; 3]>,
+    /// Kill the workload (SIGKILL) when the runsbx process that created it
+    /// dies: for foreground runs, so a killed supervisor leaves no workload.
+    pub die_with_parent: bool,
 }
 
 #[derive(Debug, Default)]
@@ -177,6 +180,7 @@ impl Runtime {
             seccomp,
             landlock: policy.landlock.clone(),
             report_fd: Some(report.raw_fd()),
+            die_with_parent: opts.die_with_parent,
         };
         let built = self.build_init(&opts, &bundle, executor);
         let container = match built {
@@ -513,6 +517,7 @@ impl Runtime {
             seccomp: sidecar.policy.compile_seccomp()?,
             landlock: sidecar.policy.landlock.clone(),
             report_fd: None,
+            die_with_parent: false,
         };
         let lc = |e| RuntimeError::lc(format!("container {:?}", opts.id), e);
         let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default())

@@ -37,18 +37,40 @@ pub struct SandboxExecutor {
     /// Write end of the report FIFO (init containers only; libcontainer has
     /// its own channel for exec'd processes).
     pub report_fd: Option<RawFd>,
+    /// Set PR_SET_PDEATHSIG(SIGKILL) in init; it survives the exec.
+    pub die_with_parent: bool,
 }
 
 impl Executor for SandboxExecutor {
     fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
         let (path, _) = resolve(spec).map_err(ExecutorValidationError::ArgValidationError)?;
         check_executable(&path).map_err(ExecutorValidationError::ArgValidationError)?;
+        if self.die_with_parent {
+            // init is a child of the runsbx process (CLONE_PARENT); when
+            // that process dies, the kernel kills the workload.
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(|e| {
+                ExecutorValidationError::ArgValidationError(format!("PR_SET_PDEATHSIG: {e}"))
+            })?;
+        }
         crate::sys::fds::fix_dev_null_stdio().map_err(|e| {
             ExecutorValidationError::ArgValidationError(format!("reopen /dev/null for stdio: {e}"))
         })?;
         for policy in &self.landlock {
-            crate::landlock::enforce(policy)
+            let outcome = crate::landlock::enforce(policy)
                 .map_err(|e| ExecutorValidationError::ArgValidationError(e.to_string()))?;
+            // Only with enableBestEffort can rights be dropped; say which.
+            if !outcome.dropped.is_empty() {
+                let names: Vec<String> = outcome
+                    .dropped
+                    .iter()
+                    .map(|(right, abi)| format!("{right} (needs ABI {abi})"))
+                    .collect();
+                tracing::warn!(
+                    "landlock: best effort: kernel ABI {} cannot restrict {}; running without them",
+                    outcome.kernel_abi.unwrap_or(0),
+                    names.join(", ")
+                );
+            }
         }
         Ok(())
     }

@@ -58,10 +58,10 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub fn setup_failed(message: String, wall: Duration) -> Self {
+    pub fn setup_failed(message: String, status: i32, wall: Duration) -> Self {
         Self {
             reason: Reason::SetupFailed,
-            status: 125,
+            status,
             exit_code: None,
             signal: None,
             pid: None,
@@ -213,7 +213,11 @@ fn check_fds(proc_dir: &Path, max_fd: Option<i32>) -> Vec<String> {
         }
         // Before exec, init still holds its own descriptors; what matters
         // is that each is close-on-exec, so none reaches the workload.
-        let info = std::fs::read_to_string(proc_dir.join("fdinfo").join(n.to_string()));
+        let info = match std::fs::read_to_string(proc_dir.join("fdinfo").join(n.to_string())) {
+            // Closed since the listing: it reaches nobody.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            other => other,
+        };
         let cloexec = info.ok().and_then(|i| {
             i.lines()
                 .find_map(|l| l.strip_prefix("flags:"))

@@ -43,8 +43,17 @@ impl Bundle {
             fs::read(&config).map_err(|e| RuntimeError::io(config.display().to_string(), e))?;
         let raw: serde_json::Value =
             serde_json::from_slice(&text).map_err(|e| RuntimeError::Spec(e.to_string()))?;
-        let spec: Spec =
-            serde_json::from_value(raw.clone()).map_err(|e| RuntimeError::Spec(e.to_string()))?;
+        // The path of the offending field (`linux.seccomp.syscalls[0].action`)
+        // makes the difference between a usable error and a riddle.
+        let spec: Spec = serde_path_to_error::deserialize(&raw).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            if path == "." {
+                RuntimeError::Spec(inner.to_string())
+            } else {
+                RuntimeError::Spec(format!("{path}: {inner}"))
+            }
+        })?;
         let bundle = Self { dir, raw, spec };
         bundle.check()?;
         Ok(bundle)

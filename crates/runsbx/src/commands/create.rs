@@ -14,6 +14,7 @@ pub fn options(id: &str, f: &CreateFlags, detach: bool) -> CreateOptions {
         no_pivot: f.no_pivot,
         detach,
         stdio: None,
+        die_with_parent: false,
     }
 }
 

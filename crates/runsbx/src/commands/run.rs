@@ -44,13 +44,27 @@ fn send_pidfd(c: &libcontainer::container::Container, sock: Option<&Path>) -> Re
 }
 
 /// What a foreground run watches and reports.
-#[derive(Default)]
 pub struct Supervision {
     pub limits: Limits,
     pub status_fd: Option<fs::File>,
     pub report: Option<PathBuf>,
     /// Checked after create (init, sealed but for seccomp) and after start.
     pub posture: Option<Expect>,
+    /// The status runsbx exits with when the workload never ran (1 for
+    /// `run`, as runc; 125 for `sandbox`).
+    pub setup_status: i32,
+}
+
+impl Default for Supervision {
+    fn default() -> Self {
+        Self {
+            limits: Limits::default(),
+            status_fd: None,
+            report: None,
+            posture: None,
+            setup_status: 1,
+        }
+    }
 }
 
 impl Supervision {
@@ -73,6 +87,7 @@ impl Supervision {
             status_fd,
             report: g.report.clone(),
             posture: None,
+            setup_status: 1,
         })
     }
 
@@ -121,8 +136,10 @@ pub fn foreground(
     let (pid, monitor) = match result {
         Ok(v) => v,
         Err(e) => {
+            let status = sup.setup_status;
             let _ = sup.finish(&Outcome::setup_failed(
                 format!("{e:#}"),
+                status,
                 started_at.elapsed(),
             ));
             return Err(e);
@@ -174,6 +191,11 @@ fn start_supervised(
     sup: &mut Supervision,
 ) -> Result<(nix::unistd::Pid, Monitor)> {
     let id = opts.id.clone();
+    let opts = CreateOptions {
+        // If runsbx is killed, its foreground workload dies with it.
+        die_with_parent: true,
+        ..opts
+    };
     let c = ctx.rt.create(opts)?;
     let pid = c.pid().context("libcontainer reported no pid for init")?;
     let started = (|| -> Result<Monitor> {

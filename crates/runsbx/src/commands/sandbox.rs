@@ -25,8 +25,17 @@ pub struct PrivateDir(pub PathBuf);
 
 impl Drop for PrivateDir {
     fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
+        if let Err(e) = runsbx_runtime::premount::remove_tree(&self.0) {
+            tracing::warn!("leaving {}: {e}", self.0.display());
+        }
     }
+}
+
+/// A generated bundle on disk, with the read-only binds made for it.
+pub struct Materialized {
+    // Field order is drop order: detach the binds, then remove the dir.
+    _mounts: Option<runsbx_runtime::premount::Premounted>,
+    pub dir: PrivateDir,
 }
 
 pub fn private_dir(prefix: &str, owner: Option<(u32, u32)>) -> Result<PrivateDir> {
@@ -107,6 +116,13 @@ pub fn prepare(
     Ok((generate(&found, &options)?, private))
 }
 
+impl Materialized {
+    /// A bundle with no binds of ours.
+    pub fn plain(dir: PrivateDir) -> Self {
+        Self { _mounts: None, dir }
+    }
+}
+
 /// What every generated sandbox must look like from the host.
 pub fn sandbox_posture() -> Expect {
     Expect {
@@ -121,7 +137,7 @@ pub fn sandbox_posture() -> Expect {
 
 /// Writes `config` as a bundle in a private directory and, as root, makes
 /// its read-only binds in our own mount namespace (see premount.rs).
-pub fn materialize(mut config: serde_json::Value) -> Result<PrivateDir> {
+pub fn materialize(mut config: serde_json::Value) -> Result<Materialized> {
     let bundle = private_dir("runsbx-bundle-", None)?;
     // As root, make the read-only binds ourselves (see premount.rs): the
     // workload's unprivileged root could not reach sources under /root.
@@ -132,6 +148,7 @@ pub fn materialize(mut config: serde_json::Value) -> Result<PrivateDir> {
     };
     write_bundle(&bundle.0, &config)?;
     make_traversable(&bundle.0)?;
+    let mut mounts = None;
     if !premounted.is_empty() {
         let rootfs = bundle.0.join("rootfs");
         make_mountpoints(&rootfs, &premounted).map_err(anyhow::Error::msg)?;
@@ -139,9 +156,12 @@ pub fn materialize(mut config: serde_json::Value) -> Result<PrivateDir> {
             .iter()
             .filter_map(|m| m["source"].as_str().map(PathBuf::from))
             .collect();
-        runsbx_runtime::premount::bind_readonly(&rootfs, &paths)?;
+        mounts = Some(runsbx_runtime::premount::bind_readonly(&rootfs, &paths)?);
     }
-    Ok(bundle)
+    Ok(Materialized {
+        _mounts: mounts,
+        dir: bundle,
+    })
 }
 
 /// `--memory` / `--pids-limit`: cgroup limits in linux.resources.
@@ -236,11 +256,12 @@ pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
             .unwrap_or_else(|| format!("sandbox-{}", std::process::id()));
     let opts = CreateOptions {
         id,
-        bundle: bundle.0.clone(),
+        bundle: bundle.dir.0.clone(),
         pid_file: a.pid_file.clone(),
         ..Default::default()
     };
     let mut sup = run::Supervision::from_flags(&a.guard)?;
+    sup.setup_status = 125;
     if !a.no_posture_check {
         sup.posture = Some(sandbox_posture());
     }

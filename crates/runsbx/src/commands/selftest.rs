@@ -15,7 +15,7 @@ use anyhow::{bail, Context, Result};
 use runsbx_runtime::CreateOptions;
 use serde_json::Value;
 
-use super::sandbox::{self, materialize, PrivateDir};
+use super::sandbox::{self, materialize, Materialized, PrivateDir};
 use super::{run, Ctx};
 use crate::cli::{SandboxFlags, Selftest};
 
@@ -91,7 +91,7 @@ pub fn run(ctx: &Ctx, a: Selftest) -> Result<u8> {
     let mut command = vec![probe.display().to_string()];
     command.extend(checks.iter().map(|(c, _)| c.clone()));
 
-    let bundle: PrivateDir = match &a.bundle {
+    let bundle: Materialized = match &a.bundle {
         None => {
             let flags = SandboxFlags {
                 workdir: Some(work.0.clone()),
@@ -103,7 +103,7 @@ pub fn run(ctx: &Ctx, a: Selftest) -> Result<u8> {
             let (config, _) = sandbox::prepare(&flags, None)?;
             materialize(config)?
         }
-        Some(dir) => copy_with_probe(dir, &probe, &command, &work.0)?,
+        Some(dir) => Materialized::plain(copy_with_probe(dir, &probe, &command, &work.0)?),
     };
 
     let (read_end, write_end) = nix::unistd::pipe().context("pipe")?;
@@ -111,7 +111,7 @@ pub fn run(ctx: &Ctx, a: Selftest) -> Result<u8> {
     let stderr: OwnedFd = std::os::fd::AsFd::as_fd(&std::io::stderr()).try_clone_to_owned()?;
     let opts = CreateOptions {
         id: format!("selftest-{}", std::process::id()),
-        bundle: bundle.0.clone(),
+        bundle: bundle.dir.0.clone(),
         stdio: Some([null, write_end, stderr]),
         ..Default::default()
     };
@@ -197,7 +197,10 @@ fn copy_with_probe(
     mounts.extend(added);
     // The bundle's Landlock policy knows nothing of the probe: let it read
     // and execute the probe binary itself, and nothing more.
-    if let Some(rules) = config["process"]["landlock"]["rules"]["pathBeneath"].as_array_mut() {
+    if let Some(rules) = config
+        .pointer_mut("/process/landlock/rules/pathBeneath")
+        .and_then(Value::as_array_mut)
+    {
         rules.push(serde_json::json!({
             "allowedAccess": ["execute", "read_file"], "paths": [probe]
         }));
