@@ -288,3 +288,68 @@ fn bad_input_is_refused_with_one_line() {
         assert_nothing_left(&env);
     }
 }
+
+/// The generated bundle and the private workdir are removed after a run,
+/// including the read-only binds runsbx made for them as root.
+#[test]
+fn nothing_is_left_in_tmpdir() {
+    let env = Env::new();
+    let tmp = env.tmp.path().join("tmpdir");
+    fs::create_dir_all(&tmp).unwrap();
+    for dir in [env.tmp.path(), tmp.as_path()] {
+        let mut p = fs::metadata(dir).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
+        fs::set_permissions(dir, p).unwrap();
+    }
+    let out = env
+        .cmd()
+        .env("TMPDIR", &tmp)
+        .args(["sandbox", "--", "python3", "-c", "print('x')"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let left: Vec<_> = fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+    assert_nothing_left(&env);
+}
+
+/// A foreground workload does not outlive a runsbx killed with SIGKILL.
+#[test]
+fn the_workload_dies_with_runsbx() {
+    let env = Env::new();
+    let pid_file = env.tmp.path().join("pid");
+    let mut child = env
+        .cmd()
+        .args(["sandbox", "--pid-file", pid_file.to_str().unwrap(), "--"])
+        .args(["python3", "-c", "import time; time.sleep(60)"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut pid = None;
+    for _ in 0..500 {
+        if let Some(p) = fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+        {
+            pid = Some(p);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pid = pid.expect("no pid file");
+    child.kill().unwrap();
+    let _ = child.wait();
+    for _ in 0..100 {
+        if !pid_alive(pid) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!pid_alive(pid), "workload {pid} outlived runsbx");
+    let _ = env.run(&["delete", "--force", &format!("sandbox-{}", child.id())]);
+}
