@@ -278,3 +278,64 @@ fn selftest_passes_and_fails_on_a_weakened_bundle() {
     assert_one_line_error(&out, "net namespace is the host's");
     assert!(env.state_entries().is_empty());
 }
+
+/// The posture check (run by `selftest` and `sandbox`) catches a workload
+/// that keeps a capability or lacks no_new_privs.
+#[test]
+fn posture_catches_a_kept_capability_and_missing_no_new_privs() {
+    let env = Env::new();
+    let probe = probe();
+    let work = env.tmp.path().join("w");
+    fs::create_dir_all(&work).unwrap();
+    nix::unistd::chown(&work, Some(65534.into()), Some(65534.into())).unwrap();
+    let mut p = fs::metadata(env.tmp.path()).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
+    fs::set_permissions(env.tmp.path(), p).unwrap();
+    let gen = |name: &str, edit: &dyn Fn(&mut Value)| -> PathBuf {
+        let bundle = env.tmp.path().join(name);
+        env.ok(&[
+            "gen",
+            "--workdir",
+            work.to_str().unwrap(),
+            "-o",
+            bundle.to_str().unwrap(),
+            "--",
+            "/usr/bin/busybox",
+            "true",
+        ]);
+        let cfg_path = bundle.join("config.json");
+        let mut cfg: Value = serde_json::from_slice(&fs::read(&cfg_path).unwrap()).unwrap();
+        edit(&mut cfg);
+        fs::write(&cfg_path, serde_json::to_vec(&cfg).unwrap()).unwrap();
+        bundle
+    };
+    let caps = gen("caps", &|c| {
+        for set in ["bounding", "effective", "permitted"] {
+            c["process"]["capabilities"][set] = serde_json::json!(["CAP_KILL"]);
+        }
+    });
+    let out = env.run(&[
+        "selftest",
+        "--probe",
+        probe.to_str().unwrap(),
+        "--bundle",
+        caps.to_str().unwrap(),
+    ]);
+    assert_one_line_error(&out, "CapEff is 0000000000000020");
+    // Without seccomp and Landlock (which both set it), and with
+    // noNewPrivileges false, nothing sets no_new_privs.
+    let nnp = gen("nnp", &|c| {
+        c["process"]["noNewPrivileges"] = false.into();
+        c["process"].as_object_mut().unwrap().remove("landlock");
+        c["linux"].as_object_mut().unwrap().remove("seccomp");
+    });
+    let out = env.run(&[
+        "selftest",
+        "--probe",
+        probe.to_str().unwrap(),
+        "--bundle",
+        nnp.to_str().unwrap(),
+    ]);
+    assert_one_line_error(&out, "NoNewPrivs is \"0\"");
+    assert!(env.state_entries().is_empty());
+}

@@ -410,3 +410,81 @@ fn init_runs_from_a_sealed_copy_when_its_pid_namespace_is_shared() {
     );
     env.ok(&["delete", "--force", &id]);
 }
+
+/// `--console-socket`, as `podman run -t` and `ctr run -t` use it: runsbx
+/// sends the pty master over the socket, and the workload's stdio is the
+/// pty's slave.
+#[test]
+fn console_socket_receives_the_pty_master() {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+    use std::os::unix::net::UnixListener;
+
+    let env = Env::new();
+    let mut b = env.bundle(
+        "b",
+        &["sh", "-c", "test -t 0 && test -t 1 && echo on-a-tty"],
+    );
+    b.config["process"]["terminal"] = true.into();
+    b.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "destination": "/dev/pts", "type": "devpts", "source": "devpts",
+            "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"]
+        }));
+    b.save();
+    let sock = env.tmp.path().join("console.sock");
+    let listener = UnixListener::bind(&sock).unwrap();
+    let receiver = std::thread::spawn(move || -> OwnedFd {
+        let (conn, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 256];
+        let mut iov = [std::io::IoSliceMut::new(&mut buf)];
+        let mut cmsg = nix::cmsg_space!([RawFd; 1]);
+        let msg = nix::sys::socket::recvmsg::<()>(
+            std::os::fd::AsRawFd::as_raw_fd(&conn),
+            &mut iov,
+            Some(&mut cmsg),
+            nix::sys::socket::MsgFlags::empty(),
+        )
+        .unwrap();
+        for c in msg.cmsgs().unwrap() {
+            if let nix::sys::socket::ControlMessageOwned::ScmRights(fds) = c {
+                // SAFETY: the kernel just installed this descriptor for us.
+                return unsafe { OwnedFd::from_raw_fd(fds[0]) };
+            }
+        }
+        panic!("no descriptor received");
+    });
+    let id = unique_id("tty");
+    env.ok(&[
+        "create",
+        "--console-socket",
+        sock.to_str().unwrap(),
+        "--bundle",
+        b.path(),
+        &id,
+    ]);
+    let master = receiver.join().unwrap();
+    env.ok(&["start", &id]);
+    let mut out = Vec::new();
+    let mut f = fs::File::from(master);
+    let mut buf = [0u8; 1024];
+    // Read until the workload closes the pty (EIO on Linux).
+    while let Ok(n) = f.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+        if out.windows(8).any(|w| w == b"on-a-tty") {
+            break;
+        }
+    }
+    assert!(
+        String::from_utf8_lossy(&out).contains("on-a-tty"),
+        "{:?}",
+        String::from_utf8_lossy(&out)
+    );
+    env.wait_status(&id, "stopped");
+    env.ok(&["delete", &id]);
+}
