@@ -342,6 +342,15 @@ fn the_workload_dies_with_runsbx() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let pid = pid.expect("no pid file");
+    // The pid file is written as soon as init is forked; PDEATHSIG is set a
+    // little later, in init. Kill runsbx once the workload runs.
+    for _ in 0..500 {
+        let exe = fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+        if exe.to_string_lossy().contains("python3") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     child.kill().unwrap();
     let _ = child.wait();
     for _ in 0..100 {
@@ -350,6 +359,10 @@ fn the_workload_dies_with_runsbx() {
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert!(!pid_alive(pid), "workload {pid} outlived runsbx");
+    assert!(
+        !pid_alive(pid),
+        "workload {pid} outlived runsbx: {}",
+        fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default()
+    );
     let _ = env.run(&["delete", "--force", &format!("sandbox-{}", child.id())]);
 }

@@ -59,6 +59,21 @@ pub struct Discovery {
     pub script: Option<PathBuf>,
 }
 
+impl Discovery {
+    /// The files the first execve opens: the executable and, for a dynamic
+    /// ELF, its interpreter (as the kernel names it, PT_INTERP). A sandbox
+    /// grants execute on these alone.
+    pub fn exec_paths(&self) -> Vec<PathBuf> {
+        let mut paths = vec![self.argv0.clone()];
+        if let Ok(facts) = crate::elf::read_facts(&self.argv0) {
+            if let Some(interp) = facts.interp {
+                paths.push(PathBuf::from(interp));
+            }
+        }
+        paths
+    }
+}
+
 /// What a Python interpreter reported about itself (run with `-I`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PythonInfo {

@@ -47,7 +47,10 @@ impl Executor for SandboxExecutor {
         check_executable(&path).map_err(ExecutorValidationError::ArgValidationError)?;
         if self.die_with_parent {
             // init is a child of the runsbx process (CLONE_PARENT); when
-            // that process dies, the kernel kills the workload.
+            // that process dies, the kernel kills the workload. Set here, it
+            // leaves a window: runsbx killed during create, before this
+            // line, leaves a created container whose init waits for a
+            // start that never comes (`delete --force` removes it).
             nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(|e| {
                 ExecutorValidationError::ArgValidationError(format!("PR_SET_PDEATHSIG: {e}"))
             })?;

@@ -239,6 +239,34 @@ impl LandlockPolicy {
     }
 }
 
+impl LandlockPolicy {
+    /// Takes the execute right away from every rule, then grants read and
+    /// execute on `paths` alone (for a sandbox: the workload binary and its
+    /// ELF interpreter, the two files the first execve opens).
+    ///
+    /// Stops: the workload exec'ing any other program it can read (a shell,
+    /// a helper binary next to the interpreter). seccomp cannot tell a later
+    /// execve from the runtime's own; Landlock can, by file. Shared libraries
+    /// need no execute right: the loader maps them from plain reads.
+    pub fn only_execute(mut self, paths: &[PathBuf]) -> Self {
+        let mut grants: Vec<(PathBuf, BTreeSet<FsRight>)> = Vec::new();
+        for rule in self.path_beneath.drain(..) {
+            let mut allowed = rule.allowed;
+            allowed.remove(&FsRight::Execute);
+            if !allowed.is_empty() {
+                grants.extend(rule.paths.into_iter().map(|p| (p, allowed.clone())));
+            }
+        }
+        grants.extend(
+            paths
+                .iter()
+                .map(|p| (p.clone(), set(&[FsRight::Execute, FsRight::ReadFile]))),
+        );
+        self.path_beneath = group(grants);
+        self
+    }
+}
+
 /// The operator's Landlock setting, applied to every container whatever its
 /// bundle says.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

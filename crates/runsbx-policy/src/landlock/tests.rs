@@ -596,3 +596,27 @@ fn operator_layer_comes_first_and_bundle_stacks() {
     );
     assert_eq!(layers[1], bundle);
 }
+
+#[test]
+fn only_execute_narrows_execute_to_the_given_files() {
+    let policy = LandlockPolicy::sandbox(
+        &[PathBuf::from("/usr"), PathBuf::from("/lib")],
+        &[PathBuf::from("/work")],
+    )
+    .only_execute(&[
+        PathBuf::from("/usr/bin/python3.11"),
+        PathBuf::from("/lib64/ld-linux-x86-64.so.2"),
+    ]);
+    policy.validate().unwrap();
+    for rule in &policy.path_beneath {
+        let exec = rule.allowed.contains(&FsRight::Execute);
+        for p in &rule.paths {
+            let want = p.ends_with("python3.11") || p.ends_with("ld-linux-x86-64.so.2");
+            assert_eq!(exec, want, "{p:?}: {:?}", rule.allowed);
+        }
+    }
+    // /usr stays readable.
+    assert!(policy.path_beneath.iter().any(
+        |r| r.paths.contains(&PathBuf::from("/usr")) && r.allowed.contains(&FsRight::ReadFile)
+    ));
+}

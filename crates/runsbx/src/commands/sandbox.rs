@@ -103,7 +103,8 @@ pub fn prepare(
             .map(|r| parse_rlimit(r))
             .collect::<Result<Vec<_>>>()?,
     )?;
-    let landlock = LandlockPolicy::sandbox(&found.ro_paths, std::slice::from_ref(&workdir));
+    let landlock = LandlockPolicy::sandbox(&found.ro_paths, std::slice::from_ref(&workdir))
+        .only_execute(&found.exec_paths());
     let options = GenerateOptions {
         workdir,
         env,
