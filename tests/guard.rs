@@ -173,7 +173,13 @@ impl Fd3 for Command {
         // until the child has been spawned.
         unsafe {
             self.pre_exec(move || {
-                if libc::dup2(raw, 3) < 0 {
+                // dup2 onto itself would keep close-on-exec: clear it instead.
+                let rc = if raw == 3 {
+                    libc::fcntl(3, libc::F_SETFD, 0)
+                } else {
+                    libc::dup2(raw, 3)
+                };
+                if rc < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 Ok(())
@@ -338,4 +344,38 @@ fn posture_catches_a_kept_capability_and_missing_no_new_privs() {
     ]);
     assert_one_line_error(&out, "NoNewPrivs is \"0\"");
     assert!(env.state_entries().is_empty());
+}
+
+#[test]
+fn sandbox_self_test_runs_the_probe_first() {
+    let env = Env::new();
+    let out = env
+        .cmd()
+        .env("RUNSBX_PROBE", probe())
+        .args([
+            "sandbox",
+            "--self-test",
+            "--",
+            "python3",
+            "-c",
+            "print('ran')",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
+    // Without a probe it refuses rather than skipping the test.
+    let out = env
+        .cmd()
+        .env("RUNSBX_PROBE", "/nonexistent/probe")
+        .env("PATH", "/usr/bin:/bin")
+        .args(["sandbox", "--self-test", "--", "/usr/bin/busybox", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("--self-test"),
+        "{}",
+        stderr_of(&out)
+    );
 }

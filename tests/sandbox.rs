@@ -366,3 +366,48 @@ fn the_workload_dies_with_runsbx() {
     );
     let _ = env.run(&["delete", "--force", &format!("sandbox-{}", child.id())]);
 }
+
+/// SIGTERM to `runsbx sandbox` stops the sandbox, although the workload, as
+/// PID 1 of its pid namespace, would ignore a forwarded SIGTERM.
+#[test]
+fn sigterm_to_runsbx_stops_the_sandbox() {
+    let env = Env::new();
+    let report = env.tmp.path().join("report.json");
+    let pid_file = env.tmp.path().join("pid");
+    let mut child = env
+        .cmd()
+        .args([
+            "sandbox",
+            "--report",
+            report.to_str().unwrap(),
+            "--pid-file",
+            pid_file.to_str().unwrap(),
+        ])
+        .args(["--", "python3", "-c", "import time; time.sleep(60)"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..500 {
+        let pid = fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok());
+        let running = pid.is_some_and(|p| {
+            fs::read_link(format!("/proc/{p}/exe"))
+                .is_ok_and(|e| e.to_string_lossy().contains("python3"))
+        });
+        if running {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(137));
+    let r: serde_json::Value = serde_json::from_slice(&fs::read(&report).unwrap()).unwrap();
+    assert_eq!(r["reason"], "signaled");
+    assert_nothing_left(&env);
+}

@@ -164,9 +164,13 @@ impl Runtime {
 
     pub fn create(&self, opts: CreateOptions) -> Result<Container> {
         validate_id(&opts.id)?;
-        let bundle = Bundle::load(&opts.bundle)?;
-        let policy = SandboxPolicy::from_bundle(&bundle, &self.landlock_default)?;
-        let seccomp = policy.compile_seccomp()?;
+        // The same validation `check` runs, so both refuse alike.
+        let crate::explain::Validated {
+            bundle,
+            policy,
+            seccomp,
+            ..
+        } = crate::explain::validate(&opts.bundle, &self.landlock_default)?;
         if let Some(p) = &opts.pid_file {
             check_parent_dir(p, "--pid-file")?;
         }

@@ -6,6 +6,7 @@
 pub mod container;
 pub mod error;
 pub mod executor;
+pub mod explain;
 pub mod guard;
 pub mod landlock;
 pub mod monitor;

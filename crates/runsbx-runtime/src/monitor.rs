@@ -54,6 +54,9 @@ impl Exit {
 pub struct Monitor {
     sfd: SignalFd,
     old: SigSet,
+    /// Signals answered with SIGKILL to the workload instead of being
+    /// passed on (see [`Monitor::kill_on`]).
+    kill_on: Vec<Signal>,
 }
 
 impl Monitor {
@@ -68,7 +71,21 @@ impl Monitor {
             .map_err(|e| RuntimeError::sys("block signals", e))?;
         let sfd = SignalFd::with_flags(&set, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
             .map_err(|e| RuntimeError::sys("signalfd", e))?;
-        Ok(Self { sfd, old })
+        Ok(Self {
+            sfd,
+            old,
+            kill_on: Vec::new(),
+        })
+    }
+
+    /// Turns these signals, when runsbx receives them, into SIGKILL for the
+    /// workload. The workload is PID 1 of its pid namespace, where a signal
+    /// it has no handler for is ignored: forwarded SIGTERM would not stop a
+    /// program that never asked to handle it. `sandbox` uses this so that a
+    /// supervisor's SIGTERM stops the sandbox.
+    pub fn kill_on(mut self, signals: &[Signal]) -> Self {
+        self.kill_on = signals.to_vec();
+        self
     }
 
     /// Waits for `pid` to end, forwarding signals. Every `tick`, `on_tick`
@@ -103,7 +120,9 @@ impl Monitor {
                 let Ok(sig) = Signal::try_from(info.ssi_signo as i32) else {
                     continue;
                 };
-                if sig != Signal::SIGCHLD {
+                if self.kill_on.contains(&sig) {
+                    let _ = kill(pid, Signal::SIGKILL);
+                } else if sig != Signal::SIGCHLD {
                     let _ = kill(pid, sig);
                 }
             }

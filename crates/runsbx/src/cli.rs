@@ -90,6 +90,9 @@ pub enum Command {
     Gen(Gen),
     /// Run the escape probe in a sandbox and fail unless every escape is blocked.
     Selftest(Selftest),
+    /// Validate a bundle as `create` would, without creating anything, and
+    /// print the policy it will run under, with its weak spots.
+    Check(Check),
 }
 
 #[derive(Debug, Args)]
@@ -296,6 +299,10 @@ pub struct Sandbox {
     /// Limit on the number of processes/threads in the container's cgroup.
     #[arg(long, value_name = "N")]
     pub pids_limit: Option<i64>,
+    /// Before running CMD, run `selftest` (the escape probe under the same
+    /// policy) and refuse to go on unless every escape is blocked.
+    #[arg(long)]
+    pub self_test: bool,
     /// Skip the check, after start, that the workload runs with no_new_privs,
     /// seccomp, no capabilities, not as host root, in its own namespaces,
     /// with only stdio open.
@@ -327,4 +334,14 @@ pub struct Selftest {
     /// is bound into a copy of its config and run as its process.
     #[arg(long, value_name = "DIR")]
     pub bundle: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct Check {
+    /// Output: text (the policy in words) or json.
+    #[arg(short, long, value_enum, default_value_t = LogFormat::Text)]
+    pub format: LogFormat,
+    /// Bundle directory (holding config.json).
+    #[arg(value_name = "BUNDLE")]
+    pub bundle: PathBuf,
 }

@@ -1,6 +1,7 @@
 //! One module per command. Each gathers its arguments, calls the runtime
 //! core and adds context; logic worth a unit test lives in the library crates.
 
+mod check;
 mod create;
 mod delete;
 mod exec;
@@ -96,6 +97,7 @@ impl Command {
             Command::Sandbox(_) => "sandbox",
             Command::Gen(_) => "gen",
             Command::Selftest(_) => "selftest",
+            Command::Check(_) => "check",
         }
     }
 }
@@ -119,6 +121,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<u8> {
         Command::Sandbox(a) => sandbox::sandbox(ctx, a),
         Command::Gen(a) => sandbox::gen(a).map(|_| 0),
         Command::Selftest(a) => selftest::run(ctx, a),
+        Command::Check(a) => check::run(ctx, a).map(|_| 0),
     }
 }
 

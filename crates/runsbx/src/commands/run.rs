@@ -53,6 +53,9 @@ pub struct Supervision {
     /// The status runsbx exits with when the workload never ran (1 for
     /// `run`, as runc; 125 for `sandbox`).
     pub setup_status: i32,
+    /// Signals to runsbx that SIGKILL the workload rather than being
+    /// forwarded (`sandbox`: SIGTERM, SIGHUP; `run` forwards all, as runc).
+    pub kill_on: Vec<Signal>,
 }
 
 impl Default for Supervision {
@@ -63,6 +66,7 @@ impl Default for Supervision {
             report: None,
             posture: None,
             setup_status: 1,
+            kill_on: Vec::new(),
         }
     }
 }
@@ -88,6 +92,7 @@ impl Supervision {
             report: g.report.clone(),
             posture: None,
             setup_status: 1,
+            kill_on: Vec::new(),
         })
     }
 
@@ -201,7 +206,7 @@ fn start_supervised(
     let started = (|| -> Result<Monitor> {
         // Blocked only now that libcontainer has forked: init must not
         // inherit a blocked signal mask.
-        let monitor = Monitor::new()?;
+        let monitor = Monitor::new()?.kill_on(&sup.kill_on);
         send_pidfd(&c, pidfd)?;
         if let Some(expect) = &sup.posture {
             // Before start, init has everything but seccomp (loaded right

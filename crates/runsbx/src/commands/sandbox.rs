@@ -249,6 +249,10 @@ pub fn make_traversable(dir: &Path) -> Result<()> {
 }
 
 pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
+    if a.self_test {
+        // Quiet: stdout belongs to the workload.
+        super::selftest::check(ctx, None, None, false).context("--self-test")?;
+    }
     let (mut config, workdir) = prepare(&a.flags, Some(&ctx.rt.root.join(".discovery")))?;
     add_resources(&mut config, a.memory.as_deref(), a.pids_limit)?;
     let bundle = materialize(config)?;
@@ -263,6 +267,10 @@ pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
     };
     let mut sup = run::Supervision::from_flags(&a.guard)?;
     sup.setup_status = 125;
+    sup.kill_on = vec![
+        nix::sys::signal::Signal::SIGTERM,
+        nix::sys::signal::Signal::SIGHUP,
+    ];
     if !a.no_posture_check {
         sup.posture = Some(sandbox_posture());
     }

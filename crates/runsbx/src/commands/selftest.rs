@@ -57,6 +57,11 @@ fn find_probe(given: Option<&Path>) -> Result<PathBuf> {
     if let Some(p) = given {
         return fs::canonicalize(p).with_context(|| format!("--probe {}", p.display()));
     }
+    // Named explicitly, it is used or the test fails: no silent fallback.
+    if let Some(p) = std::env::var_os("RUNSBX_PROBE") {
+        let p = PathBuf::from(p);
+        return fs::canonicalize(&p).with_context(|| format!("RUNSBX_PROBE={}", p.display()));
+    }
     // argv[0] survives the sealed re-exec; /proc/self/exe does not.
     let argv0 = std::env::args_os()
         .next()
@@ -67,9 +72,7 @@ fn find_probe(given: Option<&Path>) -> Result<PathBuf> {
         candidates.push(dir.join("runsbx-probe"));
         candidates.push(dir.join("../probe/runsbx-probe"));
     }
-    if let Some(p) = std::env::var_os("RUNSBX_PROBE") {
-        candidates.insert(0, PathBuf::from(p));
-    }
+
     if let Some(path) = std::env::var_os("PATH") {
         candidates.extend(std::env::split_paths(&path).map(|d| d.join("runsbx-probe")));
     }
@@ -81,7 +84,20 @@ fn find_probe(given: Option<&Path>) -> Result<PathBuf> {
 }
 
 pub fn run(ctx: &Ctx, a: Selftest) -> Result<u8> {
-    let probe = find_probe(a.probe.as_deref())?;
+    check(ctx, a.probe.as_deref(), a.bundle.as_deref(), true)?;
+    println!("selftest passed: every escape was blocked");
+    Ok(0)
+}
+
+/// Runs the probe and fails, naming the checks, unless every escape was
+/// blocked. With `verbose`, one line per check goes to stdout.
+pub fn check(
+    ctx: &Ctx,
+    probe: Option<&Path>,
+    bundle_dir: Option<&Path>,
+    verbose: bool,
+) -> Result<()> {
+    let probe = find_probe(probe)?;
     // A private workdir, as `sandbox` makes one.
     let owner = nix::unistd::geteuid()
         .is_root()
@@ -91,7 +107,7 @@ pub fn run(ctx: &Ctx, a: Selftest) -> Result<u8> {
     let mut command = vec![probe.display().to_string()];
     command.extend(checks.iter().map(|(c, _)| c.clone()));
 
-    let bundle: Materialized = match &a.bundle {
+    let bundle: Materialized = match bundle_dir {
         None => {
             let flags = SandboxFlags {
                 workdir: Some(work.0.clone()),
@@ -129,6 +145,7 @@ pub fn run(ctx: &Ctx, a: Selftest) -> Result<u8> {
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
     let mut failed = Vec::new();
+    let mut report = String::new();
     for (check, meaning) in &checks {
         if meaning.is_empty() {
             continue; // set-up step for the next check
@@ -144,9 +161,9 @@ pub fn run(ctx: &Ctx, a: Selftest) -> Result<u8> {
             Some(_) => Err("ALLOWED".to_string()),
         };
         match blocked {
-            Ok(how) => println!("ok    {meaning}: blocked ({how})"),
+            Ok(how) => report.push_str(&format!("ok    {meaning}: blocked ({how})\n")),
             Err(why) => {
-                println!("FAIL  {meaning}: {why}");
+                report.push_str(&format!("FAIL  {meaning}: {why}\n"));
                 failed.push(*meaning);
             }
         }
@@ -154,11 +171,13 @@ pub fn run(ctx: &Ctx, a: Selftest) -> Result<u8> {
     if status != 0 {
         failed.push("the probe did not exit cleanly");
     }
+    if verbose {
+        print!("{report}");
+    }
     if !failed.is_empty() {
         bail!("{} check(s) failed: {}", failed.len(), failed.join(", "));
     }
-    println!("selftest passed: every escape was blocked");
-    Ok(0)
+    Ok(())
 }
 
 /// A copy of `dir`'s config whose process is the probe, bound read-only
