@@ -65,10 +65,8 @@ impl Discovery {
     /// grants execute on these alone.
     pub fn exec_paths(&self) -> Vec<PathBuf> {
         let mut paths = vec![self.argv0.clone()];
-        if let Ok(facts) = crate::elf::read_facts(&self.argv0) {
-            if let Some(interp) = facts.interp {
-                paths.push(PathBuf::from(interp));
-            }
+        if let Some(interp) = crate::elf::read_interp(&self.argv0) {
+            paths.push(PathBuf::from(interp));
         }
         paths
     }

@@ -1,13 +1,15 @@
-//! Read-only binds made by runsbx itself, before libcontainer runs, for
-//! `sandbox` invoked by root.
+//! The bundle of a root `sandbox`, built in a private mount namespace of
+//! the runsbx process: a tmpfs holding config.json and the rootfs, and the
+//! read-only binds of the runtime paths made by runsbx itself.
 //!
-//! The workload's root is an unprivileged host user (nobody). libcontainer
-//! makes a bundle's bind mounts from inside the container's user namespace,
-//! as that user, so it cannot reach a source under a directory only root may
-//! search (a pyenv Python under /root, mode 0700). runsbx therefore makes
-//! those binds itself, as root, in a private mount namespace of its own
-//! process; libcontainer binds the rootfs recursively, so they come along.
-//! They vanish with the runsbx process: nothing is left on the host.
+//! Why the binds: the workload's root is an unprivileged host user
+//! (nobody). libcontainer makes a bundle's bind mounts from inside the
+//! container's user namespace, as that user, so it cannot reach a source
+//! under a directory only root may search (a pyenv Python under /root, mode
+//! 0700). runsbx makes them as root; libcontainer binds the rootfs
+//! recursively, so they come along. Why the tmpfs: everything vanishes with
+//! one detach (or with the process): nothing is left on the host, and the
+//! clean-up never walks through a bind into host files.
 //!
 //! Stops: nothing more than the config's binds would, and nothing less: the
 //! same paths, read-only, nosuid, nodev; inside the container's user
@@ -16,36 +18,49 @@
 
 use std::path::{Path, PathBuf};
 
-use nix::mount::{mount, MsFlags};
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sched::{unshare, CloneFlags};
 
 use crate::error::{Result, RuntimeError};
 
-/// The binds made by [`bind_readonly`]; dropping it detaches them, so the
-/// bundle directory can be removed without descending into host paths.
-#[derive(Debug, Default)]
-pub struct Premounted {
-    targets: Vec<PathBuf>,
+/// A tmpfs at `dir`, visible to this process and its children only;
+/// dropping it detaches the tmpfs and every bind beneath it.
+#[derive(Debug)]
+pub struct Scratch {
+    dir: PathBuf,
 }
 
-impl Drop for Premounted {
+impl Drop for Scratch {
     fn drop(&mut self) {
-        for t in self.targets.iter().rev() {
-            let _ = nix::mount::umount2(t, nix::mount::MntFlags::MNT_DETACH);
-        }
+        let _ = umount2(&self.dir, MntFlags::MNT_DETACH);
     }
 }
 
-/// Moves the calling process into a private mount namespace, then binds
-/// each host path at the same place under `rootfs`, read-only. Mount points
-/// must exist; parents are bound before children.
-pub fn bind_readonly(rootfs: &Path, paths: &[PathBuf]) -> Result<Premounted> {
+/// Moves the calling process into a private mount namespace and mounts a
+/// tmpfs (mode 0711: the container's root must traverse it) on `dir`.
+pub fn scratch(dir: &Path) -> Result<Scratch> {
     unshare(CloneFlags::CLONE_NEWNS)
         .map_err(|e| RuntimeError::sys("unshare mount namespace", e))?;
     // Nothing mounted from here on may propagate back to the host.
     mount::<str, str, str, str>(None, "/", None, MsFlags::MS_REC | MsFlags::MS_SLAVE, None)
         .map_err(|e| RuntimeError::sys("make / a slave mount", e))?;
-    let mut done = Premounted::default();
+    mount::<str, Path, str, str>(
+        Some("tmpfs"),
+        dir,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some("mode=0711,size=16m"),
+    )
+    .map_err(|e| RuntimeError::sys(format!("mount tmpfs on {}", dir.display()), e))?;
+    Ok(Scratch {
+        dir: dir.to_path_buf(),
+    })
+}
+
+/// Binds each host path at the same place under `rootfs`, read-only, in
+/// the current (private) mount namespace. Mount points must exist; parents
+/// are bound before children.
+pub fn bind_readonly(rootfs: &Path, paths: &[PathBuf]) -> Result<()> {
     let mut sorted: Vec<&PathBuf> = paths.iter().collect();
     sorted.sort_by_key(|p| p.components().count());
     for src in sorted {
@@ -54,7 +69,6 @@ pub fn bind_readonly(rootfs: &Path, paths: &[PathBuf]) -> Result<Premounted> {
         let ctx = |what: &str| format!("{what} {} on {}", src.display(), target.display());
         mount::<Path, Path, str, str>(Some(src.as_path()), &target, None, MsFlags::MS_BIND, None)
             .map_err(|e| RuntimeError::sys(ctx("bind"), e))?;
-        done.targets.push(target.clone());
         let ro = MsFlags::MS_BIND
             | MsFlags::MS_REMOUNT
             | MsFlags::MS_RDONLY
@@ -63,7 +77,7 @@ pub fn bind_readonly(rootfs: &Path, paths: &[PathBuf]) -> Result<Premounted> {
         mount::<str, Path, str, str>(None, &target, None, ro, None)
             .map_err(|e| RuntimeError::sys(ctx("remount read-only"), e))?;
     }
-    Ok(done)
+    Ok(())
 }
 
 /// Removes a directory tree without ever crossing into another filesystem:

@@ -33,8 +33,9 @@ impl Drop for PrivateDir {
 
 /// A generated bundle on disk, with the read-only binds made for it.
 pub struct Materialized {
-    // Field order is drop order: detach the binds, then remove the dir.
-    _mounts: Option<runsbx_runtime::premount::Premounted>,
+    // Field order is drop order: detach the tmpfs (and the binds in it),
+    // then remove the now empty directory.
+    _scratch: Option<runsbx_runtime::premount::Scratch>,
     pub dir: PrivateDir,
 }
 
@@ -120,7 +121,10 @@ pub fn prepare(
 impl Materialized {
     /// A bundle with no binds of ours.
     pub fn plain(dir: PrivateDir) -> Self {
-        Self { _mounts: None, dir }
+        Self {
+            _scratch: None,
+            dir,
+        }
     }
 }
 
@@ -136,31 +140,29 @@ pub fn sandbox_posture() -> Expect {
     }
 }
 
-/// Writes `config` as a bundle in a private directory and, as root, makes
-/// its read-only binds in our own mount namespace (see premount.rs).
+/// Writes `config` as a bundle in a private directory. As root, the
+/// bundle lives on a tmpfs in runsbx's own mount namespace and its
+/// read-only binds are made by runsbx (see premount.rs): the workload's
+/// unprivileged root could not reach sources under /root.
 pub fn materialize(mut config: serde_json::Value) -> Result<Materialized> {
     let bundle = private_dir("runsbx-bundle-", None)?;
-    // As root, make the read-only binds ourselves (see premount.rs): the
-    // workload's unprivileged root could not reach sources under /root.
-    let premounted = if nix::unistd::geteuid().is_root() {
-        take_readonly_binds(&mut config)
-    } else {
-        Vec::new()
-    };
-    write_bundle(&bundle.0, &config)?;
     make_traversable(&bundle.0)?;
-    let mut mounts = None;
-    if !premounted.is_empty() {
-        let rootfs = bundle.0.join("rootfs");
-        make_mountpoints(&rootfs, &premounted).map_err(anyhow::Error::msg)?;
-        let paths: Vec<PathBuf> = premounted
-            .iter()
-            .filter_map(|m| m["source"].as_str().map(PathBuf::from))
-            .collect();
-        mounts = Some(runsbx_runtime::premount::bind_readonly(&rootfs, &paths)?);
+    if !nix::unistd::geteuid().is_root() {
+        write_bundle(&bundle.0, &config)?;
+        return Ok(Materialized::plain(bundle));
     }
+    let scratch = runsbx_runtime::premount::scratch(&bundle.0)?;
+    let premounted = take_readonly_binds(&mut config);
+    write_bundle(&bundle.0, &config)?;
+    let rootfs = bundle.0.join("rootfs");
+    make_mountpoints(&rootfs, &premounted).map_err(anyhow::Error::msg)?;
+    let paths: Vec<PathBuf> = premounted
+        .iter()
+        .filter_map(|m| m["source"].as_str().map(PathBuf::from))
+        .collect();
+    runsbx_runtime::premount::bind_readonly(&rootfs, &paths)?;
     Ok(Materialized {
-        _mounts: mounts,
+        _scratch: Some(scratch),
         dir: bundle,
     })
 }
