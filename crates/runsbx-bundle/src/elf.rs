@@ -91,9 +91,7 @@ pub fn read_interp(path: &Path) -> Option<String> {
     let Some(phs) = phs else {
         return read_facts(path).ok()?.interp;
     };
-    let Some(ph) = phs.iter().find(|p| p.p_type == PT_INTERP) else {
-        return None;
-    };
+    let ph = phs.iter().find(|p| p.p_type == PT_INTERP)?;
     let (start, len) = (ph.p_offset as usize, ph.p_filesz as usize);
     match head.get(start..start.checked_add(len)?) {
         Some(bytes) => {
