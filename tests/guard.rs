@@ -250,13 +250,22 @@ fn selftest_passes_and_fails_on_a_weakened_bundle() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("selftest passed"));
 
     // The same policy, but sharing the host's network namespace.
-    let work = env.tmp.path().join("w");
-    fs::create_dir_all(&work).unwrap();
-    nix::unistd::chown(&work, Some(65534.into()), Some(65534.into())).unwrap();
-    let mut p = fs::metadata(env.tmp.path()).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
-    fs::set_permissions(env.tmp.path(), p).unwrap();
-    let bundle = env.tmp.path().join("weak");
+    let bundle = gen_edited(&env, "weak", &|c| {
+        c["linux"]["namespaces"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|n| n["type"] != "network");
+    });
+    let out = selftest_bundle(&env, &probe, &bundle);
+    assert_one_line_error(&out, "net namespace is the host's");
+    assert!(env.state_entries().is_empty());
+}
+
+/// `runsbx gen` of a static busybox into a fresh bundle, then `edit` on its
+/// config.json.
+fn gen_edited(env: &Env, name: &str, edit: &dyn Fn(&mut Value)) -> PathBuf {
+    let work = env.nobody_workdir();
+    let bundle = env.tmp.path().join(name);
     env.ok(&[
         "gen",
         "--workdir",
@@ -269,20 +278,19 @@ fn selftest_passes_and_fails_on_a_weakened_bundle() {
     ]);
     let cfg_path = bundle.join("config.json");
     let mut cfg: Value = serde_json::from_slice(&fs::read(&cfg_path).unwrap()).unwrap();
-    cfg["linux"]["namespaces"]
-        .as_array_mut()
-        .unwrap()
-        .retain(|n| n["type"] != "network");
+    edit(&mut cfg);
     fs::write(&cfg_path, serde_json::to_vec(&cfg).unwrap()).unwrap();
-    let out = env.run(&[
+    bundle
+}
+
+fn selftest_bundle(env: &Env, probe: &Path, bundle: &Path) -> std::process::Output {
+    env.run(&[
         "selftest",
         "--probe",
         probe.to_str().unwrap(),
         "--bundle",
         bundle.to_str().unwrap(),
-    ]);
-    assert_one_line_error(&out, "net namespace is the host's");
-    assert!(env.state_entries().is_empty());
+    ])
 }
 
 /// The posture check (run by `selftest` and `sandbox`) catches a workload
@@ -291,58 +299,23 @@ fn selftest_passes_and_fails_on_a_weakened_bundle() {
 fn posture_catches_a_kept_capability_and_missing_no_new_privs() {
     let env = Env::new();
     let probe = probe();
-    let work = env.tmp.path().join("w");
-    fs::create_dir_all(&work).unwrap();
-    nix::unistd::chown(&work, Some(65534.into()), Some(65534.into())).unwrap();
-    let mut p = fs::metadata(env.tmp.path()).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
-    fs::set_permissions(env.tmp.path(), p).unwrap();
-    let gen = |name: &str, edit: &dyn Fn(&mut Value)| -> PathBuf {
-        let bundle = env.tmp.path().join(name);
-        env.ok(&[
-            "gen",
-            "--workdir",
-            work.to_str().unwrap(),
-            "-o",
-            bundle.to_str().unwrap(),
-            "--",
-            "/usr/bin/busybox",
-            "true",
-        ]);
-        let cfg_path = bundle.join("config.json");
-        let mut cfg: Value = serde_json::from_slice(&fs::read(&cfg_path).unwrap()).unwrap();
-        edit(&mut cfg);
-        fs::write(&cfg_path, serde_json::to_vec(&cfg).unwrap()).unwrap();
-        bundle
-    };
-    let caps = gen("caps", &|c| {
+    let caps = gen_edited(&env, "caps", &|c| {
         for set in ["bounding", "effective", "permitted"] {
             c["process"]["capabilities"][set] = serde_json::json!(["CAP_KILL"]);
         }
     });
-    let out = env.run(&[
-        "selftest",
-        "--probe",
-        probe.to_str().unwrap(),
-        "--bundle",
-        caps.to_str().unwrap(),
-    ]);
-    assert_one_line_error(&out, "CapEff is 0000000000000020");
+    assert_one_line_error(
+        &selftest_bundle(&env, &probe, &caps),
+        "CapEff is 0000000000000020",
+    );
     // Without seccomp and Landlock (which both set it), and with
     // noNewPrivileges false, nothing sets no_new_privs.
-    let nnp = gen("nnp", &|c| {
+    let nnp = gen_edited(&env, "nnp", &|c| {
         c["process"]["noNewPrivileges"] = false.into();
         c["process"].as_object_mut().unwrap().remove("landlock");
         c["linux"].as_object_mut().unwrap().remove("seccomp");
     });
-    let out = env.run(&[
-        "selftest",
-        "--probe",
-        probe.to_str().unwrap(),
-        "--bundle",
-        nnp.to_str().unwrap(),
-    ]);
-    assert_one_line_error(&out, "NoNewPrivs is \"0\"");
+    assert_one_line_error(&selftest_bundle(&env, &probe, &nnp), "NoNewPrivs is \"0\"");
     assert!(env.state_entries().is_empty());
 }
 

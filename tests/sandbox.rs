@@ -22,14 +22,7 @@ fn sandbox(env: &Env, flags: &[&str], cmd: &[&str]) -> Output {
 
 /// A workdir the sandbox (host nobody, when root invokes) may write.
 fn workdir(env: &Env) -> String {
-    let dir = env.tmp.path().join("work");
-    fs::create_dir_all(&dir).unwrap();
-    nix::unistd::chown(&dir, Some(NOBODY.into()), Some(NOBODY.into())).unwrap();
-    // The temp dir itself must be searchable by nobody.
-    let mut p = fs::metadata(env.tmp.path()).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
-    fs::set_permissions(env.tmp.path(), p).unwrap();
-    dir.to_str().unwrap().to_string()
+    env.nobody_workdir().to_str().unwrap().to_string()
 }
 
 fn stdout(out: &Output) -> String {

@@ -136,6 +136,18 @@ impl Env {
         }
     }
 
+    /// A directory the workload of a root-invoked sandbox (host nobody) can
+    /// write, under a temp dir it can traverse. The same dir on every call.
+    pub fn nobody_workdir(&self) -> PathBuf {
+        let dir = self.tmp.path().join("nobody-work");
+        fs::create_dir_all(&dir).unwrap();
+        nix::unistd::chown(&dir, Some(65534.into()), Some(65534.into())).unwrap();
+        let mut p = fs::metadata(self.tmp.path()).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
+        fs::set_permissions(self.tmp.path(), p).unwrap();
+        dir
+    }
+
     /// A busybox bundle under this env's temp dir.
     pub fn bundle(&self, name: &str, args: &[&str]) -> Bundle {
         Bundle::busybox(&self.tmp.path().join(name), args)
