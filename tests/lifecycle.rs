@@ -409,6 +409,19 @@ fn init_runs_from_a_sealed_copy_when_its_pid_namespace_is_shared() {
         "{err}"
     );
     env.ok(&["delete", "--force", &id]);
+
+    // A created container in its own pid namespace too: until `start`,
+    // another container may join that namespace and find init there.
+    let b = env.bundle("own-ns", &["sleep", "100"]);
+    let id = unique_id("seal2");
+    env.ok(&["create", "--bundle", b.path(), &id]);
+    let pid = env.state(&id)["pid"].as_i64().unwrap();
+    let exe = fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    assert!(
+        exe.to_string_lossy().starts_with("/memfd:runsbx"),
+        "init runs from {exe:?}"
+    );
+    env.ok(&["delete", "--force", &id]);
 }
 
 /// `--console-socket`, as `podman run -t` and `ctr run -t` use it: runsbx

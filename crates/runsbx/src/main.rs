@@ -28,6 +28,9 @@ fn main() -> ExitCode {
         eprintln!("runsbx: no command given; see runsbx --help");
         return ExitCode::from(2);
     };
+    if command.only_prints() {
+        runsbx_runtime::sys::fds::default_sigpipe();
+    }
     // Commands whose processes a container could see run from a sealed
     // copy of this binary (CVE-2019-5736; see needs_sealed_binary). It comes
     // before anything else they do, and fails closed.

@@ -46,3 +46,12 @@ pub fn take_inherited(fd: RawFd) -> std::io::Result<std::fs::File> {
     // to runsbx for its exclusive use.
     Ok(unsafe { std::fs::File::from_raw_fd(fd) })
 }
+
+/// Restores the default SIGPIPE action (Rust ignores it), so that a command
+/// writing into a closed pipe ends quietly instead of panicking in print.
+pub fn default_sigpipe() {
+    // SAFETY: installing SIG_DFL for SIGPIPE touches no memory of ours.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}

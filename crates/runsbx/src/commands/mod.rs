@@ -63,20 +63,35 @@ impl Command {
     /// (CVE-2019-5736; see runsbx_runtime::sys::memfd).
     ///
     /// The attack needs a container process that can see a runsbx process
-    /// (its /proc/<pid>/exe) in its pid namespace. That is the case for
-    /// `exec`, whose init joins a running container, and for a container
-    /// that joins an existing pid namespace or shares the host's. A
-    /// container in a new pid namespace has no process but runsbx's own init
-    /// until that init has exec'd the workload, so nothing in it can reach a
-    /// runsbx binary: `sandbox` and `selftest` (which always make a new pid
-    /// namespace) and such bundles skip the copy, which costs several ms.
+    /// (its /proc/<pid>/exe) in its pid namespace:
+    /// - `exec`: its init joins a running container.
+    /// - `create`: its init waits for `start` in a pid namespace that
+    ///   another container may join meanwhile.
+    /// - `run` of a bundle that joins an existing pid namespace or shares
+    ///   the host's.
+    /// `run` with a new pid namespace starts its init right after creating
+    /// it, and `sandbox`/`selftest` always make a new pid namespace nobody
+    /// is told about: no process but runsbx's own init lives there until
+    /// that init has exec'd the workload. They skip the copy (several ms).
     pub fn needs_sealed_binary(&self) -> bool {
         match self {
-            Command::Exec(_) => true,
-            Command::Create(a) => joins_pid_namespace(&a.flags.bundle),
+            Command::Exec(_) | Command::Create(_) => true,
             Command::Run(a) => joins_pid_namespace(&a.flags.bundle),
             _ => false,
         }
+    }
+
+    /// Commands whose only job is printing: a closed stdout (`| head`)
+    /// ends them quietly, as it ends runc, instead of a panic.
+    pub fn only_prints(&self) -> bool {
+        matches!(
+            self,
+            Command::State(_)
+                | Command::List(_)
+                | Command::Ps(_)
+                | Command::Features
+                | Command::Check(_)
+        )
     }
 
     pub fn name(&self) -> &'static str {
