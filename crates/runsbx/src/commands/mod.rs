@@ -69,6 +69,7 @@ impl Command {
     ///   another container may join meanwhile.
     /// - `run` of a bundle that joins an existing pid namespace or shares
     ///   the host's.
+    ///
     /// `run` with a new pid namespace starts its init right after creating
     /// it, and `sandbox`/`selftest` always make a new pid namespace nobody
     /// is told about: no process but runsbx's own init lives there until
