@@ -200,3 +200,222 @@ fn pid_file_in_missing_directory() {
     assert_one_line_error(&out, "create");
     assert_clean(&env, &id);
 }
+
+/// Like [`Env::run`], for arguments that are not UTF-8.
+fn run_os(env: &Env, args: &[&std::ffi::OsStr]) -> std::process::Output {
+    let out_path = env.tmp.path().join("os.out");
+    let err_path = env.tmp.path().join("os.err");
+    let status = env
+        .cmd()
+        .args(args)
+        .stdout(fs::File::create(&out_path).unwrap())
+        .stderr(fs::File::create(&err_path).unwrap())
+        .status()
+        .expect("spawn runsbx");
+    std::process::Output {
+        status,
+        stdout: fs::read(&out_path).unwrap(),
+        stderr: fs::read(&err_path).unwrap(),
+    }
+}
+
+#[test]
+fn wrong_types_in_config() {
+    let env = Env::new();
+    use serde_json::json;
+    let cases = [
+        ("/process/args", json!("true"), "process.args"),
+        ("/root/readonly", json!("yes"), "root.readonly"),
+        ("/process/user/uid", json!(-1), "process.user.uid"),
+        ("/process/env", json!({"PATH": "/bin"}), "process.env"),
+        ("/linux/namespaces", json!("pid"), "linux.namespaces"),
+        ("/mounts", json!({"destination": "/proc"}), "mounts"),
+        (
+            "/process/noNewPrivileges",
+            json!(1),
+            "process.noNewPrivileges",
+        ),
+    ];
+    for (pointer, value, needle) in cases {
+        let mut b = env.bundle(&unique_id("types"), &["true"]);
+        *b.config.pointer_mut(pointer).unwrap() = value;
+        b.save();
+        let id = unique_id("types");
+        let out = env.run(&["create", "--bundle", b.path(), &id]);
+        assert_one_line_error(&out, needle);
+        assert_clean(&env, &id);
+    }
+}
+
+#[test]
+fn huge_config_refused_by_size() {
+    let env = Env::new();
+    let mut b = env.bundle("b", &["true"]);
+    // Valid JSON, so only the size can be the reason.
+    b.config["annotations"] = serde_json::json!({ "pad": "x".repeat(17 << 20) });
+    b.save();
+    let id = unique_id("huge");
+    let out = env.run(&["create", "--bundle", b.path(), &id]);
+    assert_one_line_error(&out, "larger than the 16777216 byte limit");
+    assert_clean(&env, &id);
+}
+
+/// runc refuses a rootfs reached through a symlink ("invalid rootfs: not an
+/// absolute path, or a symlink"); runsbx does too, relative or absolute.
+#[test]
+fn rootfs_that_is_a_symlink() {
+    let env = Env::new();
+    let mut b = env.bundle("b", &["true"]);
+    std::os::unix::fs::symlink("rootfs", b.dir.join("rootlink")).unwrap();
+    let abs = b.dir.join("rootlink").to_str().unwrap().to_string();
+    for path in ["rootlink".to_string(), abs] {
+        b.config["root"]["path"] = path.into();
+        b.save();
+        let id = unique_id("rootlink");
+        let out = env.run(&["create", "--bundle", b.path(), &id]);
+        assert_one_line_error(&out, "goes through a symlink");
+        assert_clean(&env, &id);
+    }
+    // The real directory, spelt with `..`, is not a symlink: it runs.
+    let real = format!("{}/../b/rootfs", b.path());
+    b.config["root"]["path"] = real.into();
+    b.save();
+    let id = unique_id("rootdots");
+    env.ok(&["run", "--bundle", b.path(), &id]);
+    assert_clean(&env, &id);
+}
+
+#[test]
+fn bind_mount_of_a_missing_source() {
+    let env = Env::new();
+    let mut b = env.bundle("b", &["true"]);
+    for (typ, options) in [("bind", vec!["rbind", "ro"]), ("none", vec!["bind"])] {
+        b.config["mounts"] = serde_json::json!([{
+            "destination": "/mnt", "type": typ, "source": "/nonexistent/src", "options": options
+        }]);
+        b.save();
+        let id = unique_id("nosrc");
+        let out = env.run(&["create", "--bundle", b.path(), &id]);
+        assert_one_line_error(&out, "mounts[0].source /nonexistent/src");
+        assert_clean(&env, &id);
+    }
+}
+
+#[test]
+fn non_utf8_id() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    let b = env.bundle("b", &["true"]);
+    let id = OsStr::from_bytes(b"bad\xff\xfeid");
+    let create = [
+        OsStr::new("create"),
+        OsStr::new("--bundle"),
+        OsStr::new(b.path()),
+        id,
+    ];
+    let out = run_os(&env, &create);
+    assert_one_line_error(&out, "invalid UTF-8");
+    for verb in ["state", "start", "delete", "kill"] {
+        let out = run_os(&env, &[OsStr::new(verb), id]);
+        assert_one_line_error(&out, "invalid UTF-8");
+    }
+    assert_clean(&env, "bad\u{fffd}");
+}
+
+/// Two `create`s of one id at the same moment: one wins, the other says
+/// "already exists" and leaves the winner alone.
+#[test]
+fn duplicate_id_under_concurrent_create() {
+    let env = Env::new();
+    let b = env.bundle("b", &["sleep", "100"]);
+    for round in 0..8 {
+        let id = unique_id("race");
+        let outs: Vec<_> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..2)
+                .map(|_| s.spawn(|| env.run(&["create", "--bundle", b.path(), &id])))
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let ok: Vec<_> = outs.iter().filter(|o| o.status.success()).collect();
+        assert_eq!(
+            ok.len(),
+            1,
+            "round {round}: exactly one create must succeed: {:?}",
+            outs.iter().map(stderr_of).collect::<Vec<_>>()
+        );
+        let failed = outs.iter().find(|o| !o.status.success()).unwrap();
+        assert_one_line_error(failed, "already exists");
+        let state = env.state(&id);
+        assert_eq!(
+            state["status"], "created",
+            "round {round}: the winner survives"
+        );
+        assert!(pid_alive(state["pid"].as_i64().unwrap() as i32));
+        assert_eq!(env.state_entries(), vec![id.clone()]);
+        env.ok(&["delete", &id]);
+        assert_clean(&env, &id);
+    }
+}
+
+/// A state.json emptied, cut short or replaced: `state` and plain `delete`
+/// say so in one line, `list` carries on without it, `delete --force` kills
+/// the container's processes and removes it.
+#[test]
+fn tampered_or_truncated_state() {
+    let env = Env::new();
+    let b = env.bundle("b", &["sleep", "100"]);
+    type Tamper = fn(&str) -> String;
+    let cases: [(&str, Tamper); 4] = [
+        ("empty", |_| String::new()),
+        ("cut", |s| s[..s.len() / 2].to_string()),
+        ("garbage", |_| "not json at all\n".to_string()),
+        ("wrong type", |s| {
+            s.replace("\"pid\":", "\"pid\":\"x\",\"_\":")
+        }),
+    ];
+    for (name, tamper) in cases {
+        let id = unique_id("tamper");
+        env.ok(&["create", "--bundle", b.path(), &id]);
+        let pid = env.state(&id)["pid"].as_i64().unwrap() as i32;
+        let path = env.root.join(&id).join("state.json");
+        let text = fs::read_to_string(&path).unwrap();
+        fs::write(&path, tamper(&text)).unwrap();
+
+        let out = env.run(&["state", &id]);
+        assert_one_line_error(&out, "state file");
+        let out = env.run(&["delete", &id]);
+        assert_one_line_error(&out, "state file");
+        let list = env.ok(&["list"]);
+        assert!(!list.contains(&id), "{name}: list shows {id}: {list}");
+        let list = env.ok(&["list", "--format", "json"]);
+        assert!(!list.contains(&id), "{name}: list shows {id}: {list}");
+
+        let out = env.run(&["delete", "--force", &id]);
+        assert!(out.status.success(), "{name}: {}", stderr_of(&out));
+        assert!(
+            !pid_alive(pid),
+            "{name}: init {pid} survived delete --force"
+        );
+        assert_clean(&env, &id);
+    }
+}
+
+#[test]
+fn unknown_container_with_flags() {
+    let env = Env::new();
+    for args in [
+        vec!["kill", "--all", "nope", "9"],
+        vec!["ps", "--format", "json", "nope"],
+        vec!["exec", "--detach", "nope", "true"],
+        vec!["exec", "--pid-file", "/tmp/x.pid", "nope", "true"],
+        vec!["start", "nope"],
+    ] {
+        let out = env.run(&args);
+        assert_one_line_error(&out, "\"nope\" does not exist");
+    }
+    // An invalid id is refused as such, also by `delete --force`.
+    let out = env.run(&["delete", "--force", "../nope"]);
+    assert_one_line_error(&out, "invalid container id");
+    assert_clean(&env, "nope");
+}

@@ -175,6 +175,7 @@ impl Runtime {
             check_parent_dir(p, "--pid-file")?;
         }
         self.ensure_root()?;
+        let _lock = CreateLock::take(&self.root, &opts.id)?;
         let dir = self.dir(&opts.id);
         if dir.exists() {
             return Err(RuntimeError::Exists(opts.id));
@@ -439,7 +440,13 @@ impl Runtime {
             }
             return Ok(());
         }
-        let mut c = self.load(id)?;
+        let mut c = match self.load(id) {
+            Ok(c) => c,
+            Err(e) if force && !matches!(e, RuntimeError::NotFound(_)) => {
+                return self.remove_unloadable(id, &dir, e)
+            }
+            Err(e) => return Err(e),
+        };
         let status = c.status();
         if !force && matches!(status, ContainerStatus::Running | ContainerStatus::Paused) {
             return Err(RuntimeError::WrongState {
@@ -458,6 +465,23 @@ impl Runtime {
         }
         c.delete(force)
             .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))
+    }
+
+    /// `delete --force` of a container whose state.json cannot be loaded
+    /// (emptied, cut short or edited by hand): kills what is in its cgroup,
+    /// found through libcontainer's youki_config.json, and removes the state
+    /// dir. Without a readable youki_config.json the processes cannot be
+    /// found; the error says so, and the dir stays for a look.
+    fn remove_unloadable(&self, id: &str, dir: &Path, cause: RuntimeError) -> Result<()> {
+        let config = libcontainer::config::YoukiConfig::load(dir).map_err(|e| {
+            RuntimeError::Init(format!(
+                "{cause}; and its cgroup is unknown ({e}), so its processes cannot be killed"
+            ))
+        })?;
+        tracing::warn!(id, %cause, "state unreadable: killing the cgroup and removing the state dir");
+        kill_cgroup_path(id, config.cgroup_path);
+        fs::remove_dir_all(dir)
+            .map_err(|e| RuntimeError::io(format!("remove {}", dir.display()), e))
     }
 
     pub fn pause(&self, id: &str) -> Result<()> {
@@ -616,7 +640,6 @@ fn check_parent_dir(path: &Path, flag: &str) -> Result<()> {
 /// removes it. libcontainer's own clean-up misses an init that was forked
 /// before the failure (e.g. the pid file could not be written).
 fn kill_cgroup(id: &str, bundle: &Bundle) {
-    use libcgroups::common::CgroupManager;
     let path = libcontainer::utils::get_cgroup_path(
         &bundle
             .spec
@@ -625,6 +648,11 @@ fn kill_cgroup(id: &str, bundle: &Bundle) {
             .and_then(|l| l.cgroups_path().clone()),
         id,
     );
+    kill_cgroup_path(id, path);
+}
+
+fn kill_cgroup_path(id: &str, path: PathBuf) {
+    use libcgroups::common::CgroupManager;
     let Ok(manager) = libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
         cgroup_path: path,
         systemd_cgroup: false,
@@ -651,6 +679,57 @@ fn kill_cgroup(id: &str, bundle: &Bundle) {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// Held by `create` from its "already exists" check until the state dir is
+/// complete or removed. Stops: two `create`s of one id at the same moment
+/// both passing the check, sharing one state dir and cgroup, and the loser's
+/// clean-up removing the winner's container (tests/bad_input.rs
+/// `duplicate_id_under_concurrent_create`). A lock on `<root>/.<id>.create`,
+/// not a marker file, so a create killed half-way leaves nothing that blocks
+/// the id (the kernel drops the lock with the process).
+struct CreateLock {
+    path: PathBuf,
+    _lock: nix::fcntl::Flock<fs::File>,
+}
+
+impl CreateLock {
+    fn take(root: &Path, id: &str) -> Result<Self> {
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let path = root.join(format!(".{id}.create"));
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| RuntimeError::io(format!("open {}", path.display()), e))?;
+        let lock = match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        {
+            Ok(lock) => lock,
+            Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
+                return Err(RuntimeError::Exists(id.to_string()))
+            }
+            Err((_, e)) => return Err(RuntimeError::sys(format!("lock {}", path.display()), e)),
+        };
+        // A create that finished meanwhile unlinked the file we locked: it
+        // then made the container (or failed), so treat the id as taken.
+        let same = match (fs::metadata(&path), lock.metadata()) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        };
+        if !same {
+            return Err(RuntimeError::Exists(id.to_string()));
+        }
+        Ok(Self { path, _lock: lock })
+    }
+}
+
+impl Drop for CreateLock {
+    fn drop(&mut self) {
+        // Unlinked while still locked; the lock goes with the field.
+        let _ = fs::remove_file(&self.path);
     }
 }
 

@@ -75,6 +75,16 @@ impl Bundle {
             .ok_or_else(|| RuntimeError::Spec("root is missing".into()))?;
         let rootfs = self.dir.join(root.path());
         match fs::metadata(&rootfs) {
+            // Refused as runc refuses it ("not an absolute path, or a
+            // symlink"): a rootfs reached through a symlink is not the
+            // directory the bundle's author looked at when it was checked.
+            Ok(_) if fs::canonicalize(&rootfs).ok().as_deref() != Some(&lexical(&rootfs)) => {
+                return Err(RuntimeError::Spec(format!(
+                    "root.path {}: goes through a symlink; give the real path ({})",
+                    rootfs.display(),
+                    fs::canonicalize(&rootfs).unwrap_or_default().display()
+                )))
+            }
             Ok(m) if m.is_dir() => {}
             Ok(_) => {
                 return Err(RuntimeError::Spec(format!(
@@ -107,6 +117,34 @@ impl Bundle {
                     m.destination().display()
                 )));
             }
+            // runc's `tmpcopyup` (copy the image's files into a fresh tmpfs),
+            // which podman adds to its tmpfs mounts under --read-only:
+            // libcontainer passes it to mount(2) as tmpfs data, which fails
+            // with EINVAL inside init ("failed to prepare rootfs").
+            if m.options().iter().flatten().any(|o| o == "tmpcopyup") {
+                return Err(RuntimeError::Spec(format!(
+                    "mounts[{i}] {}: option tmpcopyup (runc's copy of the image's files into \
+                     the tmpfs) is not supported; with podman --read-only, add --read-only-tmpfs=false",
+                    m.destination().display()
+                )));
+            }
+            // A missing bind source: libcontainer would only say "failed to
+            // prepare rootfs", from init. (A relative source is resolved by
+            // libcontainer against runsbx's cwd, not the bundle: left to it.)
+            let bind = m.typ().as_deref() == Some("bind")
+                || m.options()
+                    .iter()
+                    .flatten()
+                    .any(|o| o == "bind" || o == "rbind");
+            let source = m.source().as_deref().filter(|s| s.is_absolute());
+            if let (true, Some(source)) = (bind, source) {
+                if let Err(e) = fs::symlink_metadata(source) {
+                    return Err(RuntimeError::Spec(format!(
+                        "mounts[{i}].source {}: {e}",
+                        source.display()
+                    )));
+                }
+            }
         }
         Ok(())
     }
@@ -115,6 +153,22 @@ impl Bundle {
         let root = self.spec.root().as_ref().expect("checked in load");
         self.dir.join(root.path())
     }
+}
+
+/// `path` with `.` and `..` resolved by name, as Go's filepath.Clean does.
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// The layers runsbx itself applies in the container's init, in the form
