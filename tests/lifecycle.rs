@@ -501,3 +501,18 @@ fn console_socket_receives_the_pty_master() {
     env.wait_status(&id, "stopped");
     env.ok(&["delete", &id]);
 }
+
+/// `exec` applies the container's own seccomp and Landlock layers, read
+/// from the state dir; without that record it refuses instead of running
+/// an unfiltered process.
+#[test]
+fn exec_refuses_without_the_containers_policy() {
+    let env = Env::new();
+    let b = env.bundle("b", &["sleep", "100"]);
+    let id = unique_id("nopolicy");
+    env.ok(&["run", "-d", "--bundle", b.path(), &id]);
+    fs::remove_file(env.root.join(&id).join("runsbx.json")).unwrap();
+    let out = env.run(&["exec", &id, "true"]);
+    assert_one_line_error(&out, "not running without it");
+    env.ok(&["delete", "--force", &id]);
+}

@@ -540,7 +540,10 @@ impl Runtime {
     pub fn exec(&self, opts: ExecOptions) -> Result<Pid> {
         let c = self.load(&opts.id)?;
         require(&c, "exec", "running", |s| s == ContainerStatus::Running)?;
-        let sidecar = read_sidecar(&self.dir(&opts.id));
+        // Stops: a process exec'd into the container without the seccomp
+        // filter and Landlock layers its init has, because runsbx.json went
+        // missing or was damaged. Fail closed.
+        let sidecar = read_sidecar_strict(&self.dir(&opts.id))?;
         let executor = SandboxExecutor {
             seccomp: sidecar.policy.compile_seccomp()?,
             landlock: sidecar.policy.landlock.clone(),
@@ -737,6 +740,25 @@ fn write_sidecar(dir: &Path, sidecar: &Sidecar) -> Result<()> {
     let path = dir.join(SIDECAR);
     let text = serde_json::to_vec(sidecar).map_err(|e| RuntimeError::Spec(e.to_string()))?;
     fs::write(&path, text).map_err(|e| RuntimeError::io(format!("write {}", path.display()), e))
+}
+
+fn read_sidecar_strict(dir: &Path) -> Result<Sidecar> {
+    let path = dir.join(SIDECAR);
+    let text = fs::read(&path).map_err(|e| {
+        RuntimeError::io(
+            format!(
+                "{} (the container's policy; not running without it)",
+                path.display()
+            ),
+            e,
+        )
+    })?;
+    serde_json::from_slice(&text).map_err(|e| {
+        RuntimeError::Spec(format!(
+            "{}: {e} (the container's policy; not running without it)",
+            path.display()
+        ))
+    })
 }
 
 fn read_sidecar(dir: &Path) -> Sidecar {
