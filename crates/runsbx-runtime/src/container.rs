@@ -401,7 +401,10 @@ impl Runtime {
     fn wait_cgroup_empty(&self, c: &Container) {
         use libcgroups::common::CgroupManager;
         let Ok(manager) = self.cgroup(c) else { return };
-        for _ in 0..500 {
+        // Up to 5 s: the zombie of an init whose runsbx was killed stays in
+        // the cgroup until the host's init reaps it, which can take a while
+        // (about 2 s on the CI machine).
+        for _ in 0..2500 {
             match manager.get_all_pids() {
                 Ok(p) if !p.is_empty() => std::thread::sleep(std::time::Duration::from_millis(2)),
                 _ => return,
@@ -432,13 +435,33 @@ impl Runtime {
         validate_id(id)?;
         let dir = self.dir(id);
         if !dir.join("state.json").exists() {
-            // An aborted create can leave a dir without state; remove it.
-            if dir.exists() {
-                let _ = fs::remove_dir_all(&dir);
-            } else if !force {
+            if !dir.exists() && !force {
                 return Err(RuntimeError::NotFound(id.to_string()));
             }
+            if !self.root.is_dir() {
+                return Ok(());
+            }
+            // A create in flight, or one killed half-way. Only the latter's
+            // leftovers are ours to remove.
+            let Some(_lock) = CreateLock::try_take(&self.root, id)? else {
+                return Err(RuntimeError::Init(format!(
+                    "delete {id}: a create of this id is still running"
+                )));
+            };
+            // Its init may live on, waiting for a start that never comes, in
+            // the cgroup libcontainer's youki_config.json names.
+            if let Ok(config) = libcontainer::config::YoukiConfig::load(&dir) {
+                kill_cgroup_path(id, config.cgroup_path);
+            }
+            let _ = fs::remove_dir_all(&dir);
+            remove_stale_reports(&self.root, id);
             return Ok(());
+        }
+        if force {
+            // A create or run killed after its state was complete.
+            if let Ok(Some(_lock)) = CreateLock::try_take(&self.root, id) {
+                remove_stale_reports(&self.root, id);
+            }
         }
         let mut c = match self.load(id) {
             Ok(c) => c,
@@ -461,8 +484,15 @@ impl Runtime {
             // libcontainer removes the cgroup right after signalling, which
             // fails while the processes are still exiting.
             self.signal_cgroup(&c, Signal::SIGKILL)?;
-            self.wait_cgroup_empty(&c);
+        } else if force {
+            // "Stopped" can be wrong: a create killed before it recorded
+            // init's pid reads as stopped while init waits for `start`.
+            // Best effort: a stopped container's cgroup may be gone.
+            let _ = self.signal_cgroup(&c, Signal::SIGKILL);
         }
+        // Also when stopped: a dead init not yet reaped (its runsbx was
+        // killed, the host's init reaps it later) still holds the cgroup.
+        self.wait_cgroup_empty(&c);
         c.delete(force)
             .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))
     }
@@ -668,9 +698,10 @@ fn kill_cgroup_path(id: &str, path: PathBuf) {
             let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
         }
     }
-    for _ in 0..200 {
+    for _ in 0..1000 {
         // A failed init is our child (libcontainer clones it with
         // CLONE_PARENT): until it is reaped, its zombie keeps the cgroup busy.
+        // An orphan's (its runsbx was killed) waits for the host's init.
         while let Ok(status) =
             nix::sys::wait::waitpid(None, Some(nix::sys::wait::WaitPidFlag::WNOHANG))
         {
@@ -692,13 +723,24 @@ fn kill_cgroup_path(id: &str, path: PathBuf) {
 /// `duplicate_id_under_concurrent_create`). A lock on `<root>/.<id>.create`,
 /// not a marker file, so a create killed half-way leaves nothing that blocks
 /// the id (the kernel drops the lock with the process).
+///
+/// A POSIX record lock, not flock(2): it is not inherited across fork, so
+/// the init libcontainer forks does not hold it on after its create died,
+/// and `delete` can tell a create in flight from one killed half-way
+/// (tests/faults.rs `sigkill_during_create_and_run`).
 struct CreateLock {
     path: PathBuf,
-    _lock: nix::fcntl::Flock<fs::File>,
+    _file: fs::File,
 }
 
 impl CreateLock {
     fn take(root: &Path, id: &str) -> Result<Self> {
+        Self::try_take(root, id)?.ok_or_else(|| RuntimeError::Exists(id.to_string()))
+    }
+
+    /// `Ok(None)` when another process holds it: a create of `id` in flight.
+    fn try_take(root: &Path, id: &str) -> Result<Option<Self>> {
+        use std::os::fd::AsRawFd;
         use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
         let path = root.join(format!(".{id}.create"));
         let file = fs::OpenOptions::new()
@@ -708,31 +750,59 @@ impl CreateLock {
             .mode(0o600)
             .open(&path)
             .map_err(|e| RuntimeError::io(format!("open {}", path.display()), e))?;
-        let lock = match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
-        {
-            Ok(lock) => lock,
-            Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
-                return Err(RuntimeError::Exists(id.to_string()))
-            }
-            Err((_, e)) => return Err(RuntimeError::sys(format!("lock {}", path.display()), e)),
+        let whole_file = libc::flock {
+            l_type: libc::F_WRLCK as libc::c_short,
+            l_whence: libc::SEEK_SET as libc::c_short,
+            l_start: 0,
+            l_len: 0,
+            l_pid: 0,
         };
+        match nix::fcntl::fcntl(file.as_raw_fd(), nix::fcntl::FcntlArg::F_SETLK(&whole_file)) {
+            Ok(_) => {}
+            Err(nix::errno::Errno::EACCES | nix::errno::Errno::EAGAIN) => return Ok(None),
+            Err(e) => return Err(RuntimeError::sys(format!("lock {}", path.display()), e)),
+        }
         // A create that finished meanwhile unlinked the file we locked: it
         // then made the container (or failed), so treat the id as taken.
-        let same = match (fs::metadata(&path), lock.metadata()) {
+        let same = match (fs::metadata(&path), file.metadata()) {
             (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
             _ => false,
         };
         if !same {
-            return Err(RuntimeError::Exists(id.to_string()));
+            // Not `then_some`: a Self built here would unlink the new file on drop.
+            return Ok(None);
         }
-        Ok(Self { path, _lock: lock })
+        Ok(Some(Self { path, _file: file }))
     }
 }
 
 impl Drop for CreateLock {
     fn drop(&mut self) {
-        // Unlinked while still locked; the lock goes with the field.
+        // Unlinked while still locked; the lock goes with the file.
         let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// Removes the report FIFOs (`.<id>.<pid>.report`) that creates of `id`
+/// killed before moving them into the state dir left in the root. Call it
+/// holding the id's [`CreateLock`], so no live create owns one.
+fn remove_stale_reports(root: &Path, id: &str) {
+    let Ok(entries) = fs::read_dir(root) else {
+        return;
+    };
+    let prefix = format!(".{id}.");
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|n| n.strip_suffix(".report"))
+        else {
+            continue;
+        };
+        if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) {
+            let _ = fs::remove_file(entry.path());
+        }
     }
 }
 
