@@ -419,3 +419,20 @@ fn unknown_container_with_flags() {
     assert_one_line_error(&out, "invalid container id");
     assert_clean(&env, "nope");
 }
+
+/// Two namespace entries of one type: libcontainer would keep the last,
+/// and anything reading the first would believe another.
+#[test]
+fn duplicate_namespace_types_are_refused() {
+    let env = Env::new();
+    let mut b = env.bundle("b", &["true"]);
+    b.config["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({ "type": "pid", "path": "/proc/1/ns/pid" }));
+    b.save();
+    let id = unique_id("dupns");
+    let out = env.run(&["create", "--bundle", b.path(), &id]);
+    assert_one_line_error(&out, "a second");
+    assert!(env.state_entries().is_empty());
+}

@@ -151,7 +151,7 @@ fn read_only_state_root() {
     let b = env.bundle("b", &["sleep", "100"]);
     let ro = env.tmp.path().join("ro");
     fs::create_dir(&ro).unwrap();
-    let _mount = Mount::tmpfs(&ro, "ro,size=64k");
+    let _mount = Mount::tmpfs(&ro, "ro,size=64k,mode=0700");
     let id = unique_id("rostate");
     let out = run_with_root(&env, &ro, &["create", "--bundle", b.path(), &id]);
     assert_one_line_error(&out, "Read-only file system");
@@ -177,7 +177,7 @@ fn full_state_root() {
     let b = env.bundle("b", &["sleep", "100"]);
     let root = env.tmp.path().join("full");
     fs::create_dir(&root).unwrap();
-    let _mount = Mount::tmpfs(&root, "size=64k,nr_inodes=64");
+    let _mount = Mount::tmpfs(&root, "size=64k,nr_inodes=64,mode=0700");
     // Fill it: one file takes every block.
     let filler = root.join(".filler");
     let _ = fs::write(&filler, vec![0u8; 128 << 10]);

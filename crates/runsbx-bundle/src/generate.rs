@@ -128,7 +128,8 @@ pub fn host_ids(
     if invoker.0 != 0 {
         return Ok(invoker);
     }
-    if workdir_owner.0 == 0 {
+    // A workdir group of 0 would make the workload's group host root.
+    if workdir_owner.0 == 0 || workdir_owner.1 == 0 {
         return Err(BundleError::Workdir {
             path: workdir.to_path_buf(),
             reason: format!(

@@ -218,6 +218,8 @@ fn host_ids_table() {
     );
     let e = host_ids((0, 0), wd, (0, 5)).unwrap_err().to_string();
     assert!(e.starts_with("--workdir /w: owned by root"), "{e}");
+    // Group root alone would make the workload's group host root.
+    assert!(host_ids((0, 0), wd, (1000, 0)).is_err());
 }
 
 #[test]

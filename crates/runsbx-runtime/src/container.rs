@@ -76,7 +76,7 @@ struct Sidecar {
     /// 22). Stops: a recycled PID making a dead container look alive, and
     /// `kill` signalling the stranger that now holds the PID.
     starttime: Option<u64>,
-    #[serde(default)]
+    // No default: a record without it must not read as "no layers".
     policy: SandboxPolicy,
 }
 
@@ -154,12 +154,24 @@ impl Runtime {
     }
 
     fn ensure_root(&self) -> Result<()> {
-        use std::os::unix::fs::DirBuilderExt;
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+        let ctx = || format!("state root {}", self.root.display());
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&self.root)
-            .map_err(|e| RuntimeError::io(format!("state root {}", self.root.display()), e))
+            .map_err(|e| RuntimeError::io(ctx(), e))?;
+        // Stops: another user pre-creating the root (e.g. /tmp/runsbx-<uid>)
+        // and planting state or policy records that runsbx would trust.
+        let meta = fs::symlink_metadata(&self.root).map_err(|e| RuntimeError::io(ctx(), e))?;
+        let euid = nix::unistd::geteuid().as_raw();
+        if !meta.is_dir() || meta.uid() != euid || meta.mode() & 0o022 != 0 {
+            return Err(RuntimeError::Init(format!(
+                "state root {}: must be a directory owned by uid {euid} and writable by nobody else",
+                self.root.display()
+            )));
+        }
+        Ok(())
     }
 
     pub fn create(&self, opts: CreateOptions) -> Result<Container> {
@@ -493,8 +505,20 @@ impl Runtime {
         // Also when stopped: a dead init not yet reaped (its runsbx was
         // killed, the host's init reaps it later) still holds the cgroup.
         self.wait_cgroup_empty(&c);
-        c.delete(force)
-            .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))
+        // A zombie the host's init has not reaped yet keeps a v1 cgroup busy
+        // even when no pid is listed: retry the removal for a while.
+        let mut tries = 0;
+        loop {
+            match c.delete(force) {
+                Ok(()) => return Ok(()),
+                Err(e @ libcontainer::error::LibcontainerError::CgroupManager(_)) if tries < 40 => {
+                    tries += 1;
+                    tracing::debug!(id, %e, "delete: retrying");
+                    std::thread::sleep(std::time::Duration::from_millis(250));
+                }
+                Err(e) => return Err(RuntimeError::lc(format!("container {id:?}"), e)),
+            }
+        }
     }
 
     /// `delete --force` of a container whose state.json cannot be loaded

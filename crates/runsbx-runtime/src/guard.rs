@@ -192,6 +192,8 @@ fn check_namespaces(proc_dir: &Path, names: &[&str]) -> Vec<String> {
         match (theirs, ours) {
             (Ok(t), Ok(o)) if t == o => off.push(format!("{ns} namespace is the host's")),
             (Err(e), _) => off.push(format!("{ns} namespace unreadable: {e}")),
+            // Without our own link there is nothing to compare: not a pass.
+            (_, Err(e)) => off.push(format!("{ns} namespace of runsbx unreadable: {e}")),
             _ => {}
         }
     }

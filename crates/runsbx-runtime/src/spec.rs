@@ -107,8 +107,20 @@ impl Bundle {
         if process.args().as_ref().is_none_or(|a| a.is_empty()) {
             return Err(RuntimeError::Spec("process.args is empty".into()));
         }
-        if self.spec.linux().is_none() {
+        let Some(linux) = self.spec.linux() else {
             return Err(RuntimeError::Spec("linux is missing".into()));
+        };
+        // Two entries of one type: libcontainer would silently keep the last,
+        // and a reader of the first (runsbx's own sealing decision, a human)
+        // would believe another.
+        let mut seen = std::collections::HashSet::new();
+        for (i, ns) in linux.namespaces().iter().flatten().enumerate() {
+            if !seen.insert(ns.typ()) {
+                return Err(RuntimeError::Spec(format!(
+                    "linux.namespaces[{i}]: a second {:?} namespace",
+                    ns.typ()
+                )));
+            }
         }
         for (i, m) in self.spec.mounts().iter().flatten().enumerate() {
             if !m.destination().is_absolute() {

@@ -78,6 +78,7 @@ impl Command {
         match self {
             Command::Exec(_) | Command::Create(_) => true,
             Command::Run(a) => joins_pid_namespace(&a.flags.bundle),
+            Command::Selftest(a) => a.bundle.as_deref().is_some_and(joins_pid_namespace),
             _ => false,
         }
     }
@@ -151,10 +152,10 @@ fn joins_pid_namespace(bundle: &Path) -> bool {
         return true;
     };
     let namespaces = config["linux"]["namespaces"].as_array();
-    !namespaces.is_some_and(|ns| {
-        ns.iter()
-            .any(|n| n["type"] == "pid" && n["path"].as_str().is_none_or(str::is_empty))
-    })
+    // The last pid entry is the one libcontainer uses (duplicates are
+    // refused later, at load; decide as libcontainer would meanwhile).
+    let pid = namespaces.and_then(|ns| ns.iter().rev().find(|n| n["type"] == "pid"));
+    !pid.is_some_and(|n| n["path"].as_str().is_none_or(str::is_empty))
 }
 
 /// `--version`, in runc's layout (containerd and podman parse the first

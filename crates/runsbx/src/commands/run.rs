@@ -108,11 +108,26 @@ impl Supervision {
         v["event"] = "exit".into();
         self.emit(v);
         if let Some(path) = &self.report {
-            fs::write(path, serde_json::to_vec_pretty(outcome)?)
+            write_no_follow(path, &serde_json::to_vec_pretty(outcome)?)
                 .with_context(|| format!("--report {}", path.display()))?;
         }
         Ok(())
     }
+}
+
+/// Writes a file without following a symlink at its path. Stops: a
+/// workload that can write the report's directory (a shared bind) planting
+/// a symlink so that runsbx, as root, overwrites a host file.
+fn write_no_follow(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o644)
+        .open(path)?;
+    f.write_all(bytes)
 }
 
 /// Takes ownership of an inherited descriptor, refusing stdio and closed
