@@ -352,3 +352,26 @@ fn sandbox_self_test_runs_the_probe_first() {
         stderr_of(&out)
     );
 }
+
+/// `selftest --bundle` creates the probe's mount point in the bundle's own
+/// rootfs, as root; a symlink planted there must not steer that onto the
+/// host.
+#[test]
+fn selftest_bundle_refuses_a_symlink_on_the_probe_path() {
+    let env = Env::new();
+    let probe = probe();
+    let b = env.bundle("b", &["true"]);
+    let first = probe.components().nth(1).unwrap().as_os_str().to_owned();
+    let outside = env.tmp.path().join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    let link = b.dir.join("rootfs").join(&first);
+    let _ = fs::remove_dir_all(&link);
+    std::os::unix::fs::symlink(&outside, &link).unwrap();
+    let out = selftest_bundle(&env, &probe, &b.dir);
+    assert_one_line_error(&out, "is a symlink");
+    assert_eq!(
+        fs::read_dir(&outside).unwrap().count(),
+        0,
+        "something was created through the link"
+    );
+}

@@ -180,6 +180,24 @@ pub fn check(
     Ok(())
 }
 
+/// Fails when any existing component of `dest` under `rootfs` (the
+/// destination's parents and itself) is a symlink.
+fn refuse_symlinked_parents(rootfs: &Path, dest: &Path) -> Result<()> {
+    let mut at = rootfs.to_path_buf();
+    for part in dest.strip_prefix("/").unwrap_or(dest).components() {
+        at.push(part);
+        match fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => bail!(
+                "--bundle: {} is a symlink; not creating the probe's mount point through it",
+                at.display()
+            ),
+            Ok(_) => {}
+            Err(_) => break, // from here on, make_mountpoints creates it
+        }
+    }
+    Ok(())
+}
+
 /// A copy of `dir`'s config whose process is the probe, bound read-only
 /// into the bundle's own rootfs, with the workdir bound read-write.
 fn copy_with_probe(
@@ -208,7 +226,13 @@ fn copy_with_probe(
         }),
     ];
     // The container's root may be unprivileged: create the mount points in
-    // the bundle's rootfs now, as the invoking user.
+    // the bundle's rootfs now, as the invoking user. Stops: a symlink left
+    // in that rootfs (by an earlier workload) steering root's mkdir and
+    // file creation onto the host: every existing component must be a
+    // real directory.
+    for path in [probe, work] {
+        refuse_symlinked_parents(&rootfs, path)?;
+    }
     runsbx_bundle::make_mountpoints(&rootfs, &added).map_err(anyhow::Error::msg)?;
     let mounts = config["mounts"]
         .as_array_mut()
