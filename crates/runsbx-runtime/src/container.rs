@@ -198,6 +198,7 @@ impl Runtime {
             landlock: policy.landlock.clone(),
             report_fd: Some(report.raw_fd()),
             die_with_parent: opts.die_with_parent,
+            resolved: Default::default(),
         };
         let built = self.build_init(&opts, &bundle, executor);
         let container = match built {
@@ -283,7 +284,7 @@ impl Runtime {
         let mut c =
             load_state(&dir).map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))?;
         if c.status() != ContainerStatus::Stopped {
-            let sidecar = read_sidecar(&dir);
+            let sidecar = read_starttime(&dir);
             if let (Some(pid), Some(recorded)) = (c.pid(), sidecar.starttime) {
                 if proc_starttime(pid.as_raw()) != Some(recorded) {
                     c.set_status(ContainerStatus::Stopped);
@@ -603,6 +604,7 @@ impl Runtime {
             landlock: sidecar.policy.landlock.clone(),
             report_fd: None,
             die_with_parent: false,
+            resolved: Default::default(),
         };
         let lc = |e| RuntimeError::lc(format!("container {:?}", opts.id), e);
         let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default())
@@ -855,7 +857,14 @@ fn read_sidecar_strict(dir: &Path) -> Result<Sidecar> {
     })
 }
 
-fn read_sidecar(dir: &Path) -> Sidecar {
+/// Only the start time, on the path of every command that loads a
+/// container: the policy part of the record is skipped, not built.
+#[derive(Default, Deserialize)]
+struct SidecarHead {
+    starttime: Option<u64>,
+}
+
+fn read_starttime(dir: &Path) -> SidecarHead {
     fs::read(dir.join(SIDECAR))
         .ok()
         .and_then(|t| serde_json::from_slice(&t).ok())

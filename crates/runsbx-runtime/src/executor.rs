@@ -39,12 +39,16 @@ pub struct SandboxExecutor {
     pub report_fd: Option<RawFd>,
     /// Set PR_SET_PDEATHSIG(SIGKILL) in init; it survives the exec.
     pub die_with_parent: bool,
+    /// The executable `validate` resolved, reused by `exec` (both run in
+    /// the same init process): one PATH walk per start, not two.
+    pub resolved: std::sync::OnceLock<(PathBuf, Vec<String>)>,
 }
 
 impl Executor for SandboxExecutor {
     fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
-        let (path, _) = resolve(spec).map_err(ExecutorValidationError::ArgValidationError)?;
+        let (path, args) = resolve(spec).map_err(ExecutorValidationError::ArgValidationError)?;
         check_executable(&path).map_err(ExecutorValidationError::ArgValidationError)?;
+        let _ = self.resolved.set((path, args));
         if self.die_with_parent {
             // init is a child of the runsbx process (CLONE_PARENT); when
             // that process dies, the kernel kills the workload. Set here, it
@@ -89,7 +93,10 @@ impl Executor for SandboxExecutor {
 
 impl SandboxExecutor {
     fn seal_and_exec(&self, spec: &Spec) -> Result<Infallible, String> {
-        let (path, args) = resolve(spec)?;
+        let (path, args) = match self.resolved.get() {
+            Some(r) => r.clone(),
+            None => resolve(spec)?,
+        };
         let cpath = CString::new(path.as_os_str().as_encoded_bytes())
             .map_err(|_| format!("exec {}: path contains a NUL byte", path.display()))?;
         let cargs = args
