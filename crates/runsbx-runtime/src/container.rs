@@ -525,16 +525,22 @@ impl Runtime {
     /// `delete --force` of a container whose state.json cannot be loaded
     /// (emptied, cut short or edited by hand): kills what is in its cgroup,
     /// found through libcontainer's youki_config.json, and removes the state
-    /// dir. Without a readable youki_config.json the processes cannot be
-    /// found; the error says so, and the dir stays for a look.
+    /// dir. An unreadable youki_config.json means the create died before it
+    /// forked (libcontainer writes that file first).
     fn remove_unloadable(&self, id: &str, dir: &Path, cause: RuntimeError) -> Result<()> {
-        let config = libcontainer::config::YoukiConfig::load(dir).map_err(|e| {
-            RuntimeError::Init(format!(
-                "{cause}; and its cgroup is unknown ({e}), so its processes cannot be killed"
-            ))
-        })?;
-        tracing::warn!(id, %cause, "state unreadable: killing the cgroup and removing the state dir");
-        kill_cgroup_path(id, config.cgroup_path);
+        match libcontainer::config::YoukiConfig::load(dir) {
+            Ok(config) => {
+                tracing::warn!(id, %cause, "state unreadable: killing the cgroup and removing the state dir");
+                kill_cgroup_path(id, config.cgroup_path);
+            }
+            Err(e) => {
+                // libcontainer writes youki_config.json before it forks: a
+                // create killed while (or before) writing it forked nothing.
+                // Clear the default cgroup path anyway, in case.
+                tracing::warn!(id, %cause, %e, "state and config unreadable: create died before forking");
+                kill_cgroup_path(id, libcontainer::utils::get_cgroup_path(&None, id));
+            }
+        }
         fs::remove_dir_all(dir)
             .map_err(|e| RuntimeError::io(format!("remove {}", dir.display()), e))
     }
