@@ -78,6 +78,10 @@ struct Sidecar {
     starttime: Option<u64>,
     // No default: a record without it must not read as "no layers".
     policy: SandboxPolicy,
+    /// Made by a rootless runsbx: the container has no cgroup, so kill and
+    /// delete find its processes through init (see rootless.rs).
+    #[serde(default)]
+    no_cgroup: bool,
 }
 
 /// The runtime-spec state of a container, with runc's extra fields.
@@ -186,12 +190,30 @@ impl Runtime {
         if let Some(p) = &opts.pid_file {
             check_parent_dir(p, "--pid-file")?;
         }
+        let rootless = crate::rootless::active();
+        if rootless {
+            crate::rootless::require_shim()?;
+            crate::rootless::check_spec(
+                &bundle.spec,
+                nix::unistd::geteuid().as_raw(),
+                nix::unistd::getegid().as_raw(),
+            )?;
+        }
         self.ensure_root()?;
         let _lock = CreateLock::take(&self.root, &opts.id)?;
         let dir = self.dir(&opts.id);
         if dir.exists() {
             return Err(RuntimeError::Exists(opts.id));
         }
+        let _view = match rootless {
+            true => Some(crate::rootless::ConfigView::bind(
+                &bundle.dir,
+                &bundle.raw,
+                &self.root,
+                &opts.id,
+            )?),
+            false => None,
+        };
         let report = PendingReport::new(&self.root, &opts.id)?;
         let executor = SandboxExecutor {
             seccomp,
@@ -199,6 +221,7 @@ impl Runtime {
             report_fd: Some(report.raw_fd()),
             die_with_parent: opts.die_with_parent,
             resolved: Default::default(),
+            dumpable: rootless,
         };
         let built = self.build_init(&opts, &bundle, executor);
         let container = match built {
@@ -217,6 +240,7 @@ impl Runtime {
             let sidecar = Sidecar {
                 starttime: container.pid().and_then(|p| proc_starttime(p.as_raw())),
                 policy,
+                no_cgroup: rootless,
             };
             write_sidecar(&dir, &sidecar)
         };
@@ -413,6 +437,9 @@ impl Runtime {
 
     fn wait_cgroup_empty(&self, c: &Container) {
         use libcgroups::common::CgroupManager;
+        if read_starttime(&self.dir(c.id())).no_cgroup {
+            return wait_init_gone(c);
+        }
         let Ok(manager) = self.cgroup(c) else { return };
         // Up to 5 s: the zombie of an init whose runsbx was killed stays in
         // the cgroup until the host's init reaps it, which can take a while
@@ -430,6 +457,9 @@ impl Runtime {
     fn signal_cgroup(&self, c: &Container, signal: Signal) -> Result<()> {
         use libcgroups::common::{CgroupManager, FreezerState};
         let id = c.id();
+        if read_starttime(&self.dir(id)).no_cgroup {
+            return signal_init(c, signal);
+        }
         let manager = self.cgroup(c)?;
         let _ = manager.freeze(FreezerState::Frozen);
         let pids = manager.get_all_pids();
@@ -586,6 +616,11 @@ impl Runtime {
     pub fn pids(&self, id: &str) -> Result<Vec<i32>> {
         use libcgroups::common::CgroupManager;
         let c = self.load(id)?;
+        if read_starttime(&self.dir(id)).no_cgroup {
+            return Err(RuntimeError::Init(format!(
+                "ps {id}: the container has no cgroup (made by a rootless runsbx) to list processes from"
+            )));
+        }
         let mut pids: Vec<i32> = self
             .cgroup(&c)?
             .get_all_pids()
@@ -605,12 +640,27 @@ impl Runtime {
         // filter and Landlock layers its init has, because runsbx.json went
         // missing or was damaged. Fail closed.
         let sidecar = read_sidecar_strict(&self.dir(&opts.id))?;
+        // libcontainer reads the bundle's config.json again for an exec.
+        let _view = match crate::rootless::active() {
+            true => {
+                let bundle = Bundle::load(c.bundle())?;
+                crate::rootless::check_exec_user(&bundle.spec, opts.user)?;
+                Some(crate::rootless::ConfigView::bind(
+                    &bundle.dir,
+                    &bundle.raw,
+                    &self.root,
+                    &opts.id,
+                )?)
+            }
+            false => None,
+        };
         let executor = SandboxExecutor {
             seccomp: sidecar.policy.compile_seccomp()?,
             landlock: sidecar.policy.landlock.clone(),
             report_fd: None,
             die_with_parent: false,
             resolved: Default::default(),
+            dumpable: false,
         };
         let lc = |e| RuntimeError::lc(format!("container {:?}", opts.id), e);
         let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default())
@@ -868,6 +918,39 @@ fn read_sidecar_strict(dir: &Path) -> Result<Sidecar> {
 #[derive(Default, Deserialize)]
 struct SidecarHead {
     starttime: Option<u64>,
+    #[serde(default)]
+    no_cgroup: bool,
+}
+
+/// `kill --all` and `delete` of a container without a cgroup: signal its
+/// init. With its own pid namespace (every rootless container runsbx makes
+/// has one), SIGKILL to init kills every process in it; other signals reach
+/// init only (docs/rootless.md).
+fn signal_init(c: &Container, signal: Signal) -> Result<()> {
+    if c.status() == ContainerStatus::Stopped {
+        return Ok(());
+    }
+    let Some(pid) = c.pid() else { return Ok(()) };
+    match nix::sys::signal::kill(pid, signal) {
+        Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
+        Err(e) => Err(RuntimeError::sys(format!("kill {}", c.id()), e)),
+    }
+}
+
+/// Waits (up to 5 s) until init is a zombie or gone: libcontainer's delete
+/// signals "every process in the cgroup" of a live container, which fails
+/// without one.
+fn wait_init_gone(c: &Container) {
+    let Some(pid) = c.pid() else { return };
+    for _ in 0..2500 {
+        let alive = procfs::process::Process::new(pid.as_raw())
+            .and_then(|p| p.stat())
+            .is_ok_and(|s| !matches!(s.state, 'Z' | 'X'));
+        if !alive {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
 }
 
 fn read_starttime(dir: &Path) -> SidecarHead {

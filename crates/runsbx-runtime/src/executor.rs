@@ -42,6 +42,8 @@ pub struct SandboxExecutor {
     /// The executable `validate` resolved, reused by `exec` (both run in
     /// the same init process): one PATH walk per start, not two.
     pub resolved: std::sync::OnceLock<(PathBuf, Vec<String>)>,
+    /// Rootless: make init dumpable again (see `validate`).
+    pub dumpable: bool,
 }
 
 impl Executor for SandboxExecutor {
@@ -57,6 +59,17 @@ impl Executor for SandboxExecutor {
             // start that never comes (`delete --force` removes it).
             nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(|e| {
                 ExecutorValidationError::ArgValidationError(format!("PR_SET_PDEATHSIG: {e}"))
+            })?;
+        }
+        if self.dumpable {
+            // Rootless: entering the user namespace made init non-dumpable,
+            // and its memory belongs to the host's namespace, where the
+            // caller has no CAP_SYS_PTRACE: runsbx could not read the
+            // /proc/<pid>/ns and fd entries its posture check needs. Only
+            // processes of the caller's own uid gain access, which already
+            // own every namespace of this container; execve resets it.
+            nix::sys::prctl::set_dumpable(true).map_err(|e| {
+                ExecutorValidationError::ArgValidationError(format!("PR_SET_DUMPABLE: {e}"))
             })?;
         }
         crate::sys::fds::fix_dev_null_stdio().map_err(|e| {

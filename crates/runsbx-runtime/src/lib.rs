@@ -12,6 +12,7 @@ pub mod landlock;
 pub mod monitor;
 pub mod premount;
 pub mod report;
+pub mod rootless;
 pub mod spec;
 pub mod sys;
 

@@ -314,6 +314,11 @@ pub struct Sandbox {
     /// Container id (default: sandbox-<runsbx's pid>).
     #[arg(long, value_name = "ID")]
     pub id: Option<String>,
+    /// Weaker mode for hosts that forbid user namespaces: no namespaces and
+    /// no container; CMD runs as the caller with Landlock, seccomp and
+    /// no_new_privs only (see docs/rootless.md). Never chosen by itself.
+    #[arg(long, conflicts_with_all = ["memory", "pids_limit", "self_test", "id"])]
+    pub no_userns: bool,
 }
 
 #[derive(Debug, Args)]

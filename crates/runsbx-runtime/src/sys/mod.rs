@@ -5,4 +5,5 @@ pub mod landlock;
 pub mod memfd;
 pub mod pidfd;
 pub mod seccomp;
+pub mod userns;
 pub mod wait;

@@ -119,8 +119,58 @@ impl Command {
     }
 }
 
+/// Where a command run by an ordinary user must stand before libcontainer
+/// runs (see runsbx_runtime::rootless).
+enum Shim {
+    /// Touches no cgroup: the host's namespaces are fine.
+    None,
+    /// A fresh shim namespace of its own.
+    Fresh,
+    /// The user namespace of the container with this id (`exec`).
+    Join(String),
+}
+
+impl Command {
+    fn shim(&self) -> Shim {
+        match self {
+            Command::Create(_)
+            | Command::Run(_)
+            | Command::Selftest(_)
+            | Command::Delete(_)
+            | Command::Pause(_)
+            | Command::Resume(_) => Shim::Fresh,
+            Command::Sandbox(a) if !a.no_userns => Shim::Fresh,
+            Command::Exec(a) => Shim::Join(a.id.clone()),
+            _ => Shim::None,
+        }
+    }
+}
+
+/// Moves a rootless runsbx into its user namespace. Runs before anything
+/// that could start a thread (the kernel refuses a single-threaded-only
+/// namespace change otherwise) and after the sealed re-exec (an execve
+/// would drop the namespace's capabilities).
+fn enter_rootless(ctx: &Ctx, command: &Command) -> Result<()> {
+    if !runsbx_runtime::rootless::active() {
+        return Ok(());
+    }
+    match command.shim() {
+        Shim::None => Ok(()),
+        Shim::Fresh => Ok(runsbx_runtime::rootless::enter_shim()?),
+        Shim::Join(id) => {
+            let state = ctx.rt.state(&id)?;
+            if state.pid == 0 {
+                // Not running: runtime's exec says so in its own words.
+                return Ok(());
+            }
+            Ok(runsbx_runtime::rootless::join_shim(state.pid)?)
+        }
+    }
+}
+
 /// Runs a command; the Ok value is the process exit code.
 pub fn dispatch(ctx: &Ctx, command: Command) -> Result<u8> {
+    enter_rootless(ctx, &command)?;
     match command {
         Command::Create(a) => create::run(ctx, a).map(|_| 0),
         Command::Start(a) => start::run(ctx, &a.id).map(|_| 0),

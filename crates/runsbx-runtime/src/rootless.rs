@@ -1,0 +1,439 @@
+//! Rootless runsbx: what changes when an ordinary user runs it.
+//!
+//! - Before libcontainer runs, the process moves into the cgroup shim
+//!   (sys/userns.rs): its own user namespace mapping the caller to itself,
+//!   private mount and cgroup namespaces, a read-only cgroup2 on
+//!   /sys/fs/cgroup. libcontainer then runs the container without a cgroup.
+//! - A spec that asks for resource limits is refused: without a cgroup they
+//!   would silently not hold ([`check_spec`]).
+//! - The container's user namespace must map exactly the caller (one uid,
+//!   one gid): the only mapping an unprivileged process may write.
+//! - libcontainer forces its systemd cgroup manager (not built in) for a
+//!   container with a user namespace and a relative `cgroupsPath` on a
+//!   unified host, which the shim makes it see. [`ConfigView`] shows it a
+//!   config.json whose `cgroupsPath` is absolute and runsbx's own, through a
+//!   bind mount only this process's private mount namespace sees.
+//!
+//! What does not change: every sandbox layer (namespaces, seccomp, Landlock,
+//! no_new_privs, capability drop, env scrub, fd hygiene) is applied by the
+//! same code as for root. Timeouts and the RSS ceiling need no cgroup.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use libcontainer::oci_spec::runtime::{LinuxIdMapping, Spec};
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+
+use crate::error::{Result, RuntimeError};
+use crate::sys::userns::{self, ShimError};
+
+/// Set once the process is in the shim; a rootless create or exec outside
+/// it fails closed (libcontainer would otherwise hit the host's cgroups).
+static IN_SHIM: OnceLock<()> = OnceLock::new();
+
+static ROOTLESS: OnceLock<bool> = OnceLock::new();
+
+/// Whether runsbx runs as an ordinary user. Decided on the first call, which
+/// comes before any shim: `exec` makes runsbx the root of the container's
+/// user namespace, where its euid is 0.
+pub fn active() -> bool {
+    *ROOTLESS.get_or_init(|| !nix::unistd::geteuid().is_root())
+}
+
+/// Enters a fresh shim (create, run, sandbox, selftest, delete, pause).
+pub fn enter_shim() -> Result<()> {
+    active();
+    let uid = nix::unistd::geteuid().as_raw();
+    let gid = nix::unistd::getegid().as_raw();
+    userns::enter(uid, gid).map_err(shim_error)?;
+    let _ = IN_SHIM.set(());
+    tracing::debug!(
+        "rootless: running without cgroups (uid {uid} cannot write this host's cgroups); \
+         resource limits in a spec are refused"
+    );
+    Ok(())
+}
+
+/// For `exec`: joins the user namespace of the container whose init is
+/// `pid` (see sys::userns::join), with the same cgroup2 mount.
+pub fn join_shim(pid: i32) -> Result<()> {
+    active();
+    let uid = nix::unistd::geteuid().as_raw();
+    match userns::join(pid, uid).map_err(shim_error)? {
+        true => {
+            let _ = IN_SHIM.set(());
+            Ok(())
+        }
+        false => Err(RuntimeError::Init(format!(
+            "rootless: the container's user namespace was not made by a rootless runsbx of uid {uid}; \
+             exec it as the user that created it"
+        ))),
+    }
+}
+
+pub fn require_shim() -> Result<()> {
+    match IN_SHIM.get() {
+        Some(()) => Ok(()),
+        None => Err(RuntimeError::Init(
+            "rootless: not in runsbx's user namespace (internal error); not running".into(),
+        )),
+    }
+}
+
+fn shim_error(e: ShimError) -> RuntimeError {
+    match e {
+        ShimError::Refused(errno) => RuntimeError::Init(refusal(errno, &HostSettings::read())),
+        // Any later failure is most likely an LSM taking the namespace's
+        // capabilities away (AppArmor's restriction lets the unshare pass).
+        ShimError::Step(what, errno) => {
+            let host = HostSettings::read();
+            let hint = if host.apparmor_restrict == Some(1) {
+                format!("; {}", APPARMOR_HINT)
+            } else {
+                String::new()
+            };
+            RuntimeError::Init(format!(
+                "rootless: user namespace: {what}: {}{hint}",
+                errno.desc()
+            ))
+        }
+    }
+}
+
+const APPARMOR_HINT: &str = "AppArmor restricts unprivileged user namespaces \
+     (kernel.apparmor_restrict_unprivileged_userns=1): an administrator can allow runsbx with an \
+     AppArmor profile granting `userns,` for its path, or set the sysctl to 0";
+
+/// The host settings that decide whether an ordinary user may have a user
+/// namespace. `None`: the file does not exist on this kernel.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct HostSettings {
+    pub max_user_namespaces: Option<u64>,
+    pub unprivileged_userns_clone: Option<u64>,
+    pub apparmor_restrict: Option<u64>,
+}
+
+impl HostSettings {
+    pub fn read() -> Self {
+        let read = |p: &str| {
+            fs::read_to_string(p)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+        };
+        Self {
+            max_user_namespaces: read("/proc/sys/user/max_user_namespaces"),
+            unprivileged_userns_clone: read("/proc/sys/kernel/unprivileged_userns_clone"),
+            apparmor_restrict: read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
+        }
+    }
+}
+
+/// One line: what refused the user namespace, and how an administrator
+/// allows it. Pure, for tests.
+pub fn refusal(errno: nix::errno::Errno, host: &HostSettings) -> String {
+    let head = format!(
+        "rootless: the kernel refused a user namespace ({})",
+        errno.desc()
+    );
+    let why = if host.max_user_namespaces == Some(0) {
+        "user.max_user_namespaces is 0 here; an administrator allows them with \
+         `sysctl -w user.max_user_namespaces=15000`"
+            .to_string()
+    } else if host.unprivileged_userns_clone == Some(0) {
+        "kernel.unprivileged_userns_clone is 0 here; an administrator allows them with \
+         `sysctl -w kernel.unprivileged_userns_clone=1`"
+            .to_string()
+    } else if errno == nix::errno::Errno::ENOSPC {
+        "the user.max_user_namespaces limit is reached (for this user or an enclosing namespace)"
+            .to_string()
+    } else if host.apparmor_restrict == Some(1) {
+        APPARMOR_HINT.to_string()
+    } else if errno == nix::errno::Errno::EINVAL {
+        "the process is multithreaded (internal error)".to_string()
+    } else {
+        "a seccomp filter or security module forbids it (a container runtime's default \
+         profile does, for one)"
+            .to_string()
+    };
+    format!(
+        "{head}: {why}. Without a user namespace, `runsbx sandbox --no-userns` runs with \
+         Landlock, seccomp and no_new_privs only (weaker; see docs/rootless.md)"
+    )
+}
+
+/// Refuses what rootless runsbx cannot do, naming it: resource limits (no
+/// cgroup to hold them) and user namespace mappings other than the caller's.
+pub fn check_spec(spec: &Spec, uid: u32, gid: u32) -> Result<()> {
+    let linux = spec.linux().as_ref();
+    let limits = linux
+        .and_then(|l| l.resources().as_ref())
+        .map(requested_limits)
+        .unwrap_or_default();
+    if !limits.is_empty() {
+        // Stops: a container that the spec says cannot use more than N
+        // bytes or processes running without any such limit.
+        return Err(RuntimeError::Spec(format!(
+            "linux.resources asks for {}: rootless runsbx runs without cgroups \
+             (uid {uid} cannot write this host's cgroups), so the limits would not hold; \
+             remove them (--timeout and --rss-limit need no cgroup) or run as root",
+            limits.join(", ")
+        )));
+    }
+    let userns = linux
+        .and_then(|l| l.namespaces().as_ref())
+        .is_some_and(|ns| {
+            ns.iter().any(|n| {
+                n.typ() == libcontainer::oci_spec::runtime::LinuxNamespaceType::User
+                    && n.path().is_none()
+            })
+        });
+    if !userns {
+        return Err(RuntimeError::Spec(
+            "linux.namespaces has no new user namespace: an ordinary user needs one \
+             (`runsbx spec --rootless` writes a config that has it)"
+                .into(),
+        ));
+    }
+    let one = |maps: Option<&Vec<LinuxIdMapping>>, id: u32, field: &str| -> Result<()> {
+        match maps.map(Vec::as_slice) {
+            Some([m]) if m.host_id() == id && m.size() == 1 => Ok(()),
+            _ => Err(RuntimeError::Spec(format!(
+                "linux.{field}: rootless runsbx maps exactly one id, the caller's \
+                 ({{\"containerID\": 0, \"hostID\": {id}, \"size\": 1}}); \
+                 ranges from /etc/subuid (newuidmap) are not supported"
+            ))),
+        }
+    };
+    one(
+        linux.and_then(|l| l.uid_mappings().as_ref()),
+        uid,
+        "uidMappings",
+    )?;
+    one(
+        linux.and_then(|l| l.gid_mappings().as_ref()),
+        gid,
+        "gidMappings",
+    )
+}
+
+/// `exec --user`: only ids the container's user namespace maps exist in
+/// it; the kernel's EINVAL would come back as a bare "failed syscall".
+pub fn check_exec_user(spec: &Spec, user: Option<(u32, Option<u32>)>) -> Result<()> {
+    let Some((uid, gid)) = user else {
+        return Ok(());
+    };
+    let linux = spec.linux().as_ref();
+    let mapped = |maps: Option<&Vec<LinuxIdMapping>>, id: u32| {
+        maps.into_iter().flatten().any(|m| {
+            id >= m.container_id()
+                && u64::from(id) < u64::from(m.container_id()) + u64::from(m.size())
+        })
+    };
+    if !mapped(linux.and_then(|l| l.uid_mappings().as_ref()), uid) {
+        return Err(RuntimeError::Spec(format!(
+            "--user {uid}: the container's user namespace does not map uid {uid} (rootless: only its root, the caller)"
+        )));
+    }
+    if let Some(gid) = gid {
+        if !mapped(linux.and_then(|l| l.gid_mappings().as_ref()), gid) {
+            return Err(RuntimeError::Spec(format!(
+                "--user {uid}:{gid}: the container's user namespace does not map gid {gid} (rootless: only its root group, the caller's)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The limits in `linux.resources` that need a cgroup. Device rules are not
+/// among them: an unprivileged container cannot create device nodes at all
+/// (libcontainer bind-mounts the few it needs), as runc also treats them.
+fn requested_limits(r: &libcontainer::oci_spec::runtime::LinuxResources) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if let Some(m) = r.memory() {
+        if m.limit().is_some()
+            || m.reservation().is_some()
+            || m.swap().is_some()
+            || m.kernel().is_some()
+            || m.kernel_tcp().is_some()
+            || m.swappiness().is_some()
+            || m.disable_oom_killer().is_some()
+        {
+            out.push("memory limits");
+        }
+    }
+    if r.pids().is_some() {
+        out.push("a pids limit");
+    }
+    if let Some(c) = r.cpu() {
+        if c.shares().is_some()
+            || c.quota().is_some()
+            || c.period().is_some()
+            || c.realtime_runtime().is_some()
+            || c.realtime_period().is_some()
+            || c.cpus().is_some()
+            || c.mems().is_some()
+            || c.idle().is_some()
+        {
+            out.push("cpu limits");
+        }
+    }
+    if r.block_io().is_some() {
+        out.push("block I/O limits");
+    }
+    if r.hugepage_limits().as_ref().is_some_and(|h| !h.is_empty()) {
+        out.push("hugepage limits");
+    }
+    if r.network().is_some() {
+        out.push("network classes");
+    }
+    if r.rdma().as_ref().is_some_and(|h| !h.is_empty()) {
+        out.push("rdma limits");
+    }
+    if r.unified().as_ref().is_some_and(|h| !h.is_empty()) {
+        out.push("unified cgroup settings");
+    }
+    out
+}
+
+/// The bundle's config.json as libcontainer must see it rootless:
+/// `linux.cgroupsPath` replaced by an absolute path of runsbx's own (see the
+/// module doc). Bound over the real file in this process's private mount
+/// namespace; removed on drop. Nobody else sees it, and the file on disk is
+/// never written.
+pub struct ConfigView {
+    target: PathBuf,
+    copy: PathBuf,
+}
+
+impl ConfigView {
+    pub fn bind(
+        bundle_dir: &Path,
+        raw: &serde_json::Value,
+        state_root: &Path,
+        id: &str,
+    ) -> Result<Self> {
+        require_shim()?;
+        let mut raw = raw.clone();
+        raw["linux"]["cgroupsPath"] = serde_json::Value::String(cgroup_path(id));
+        let copy = state_root.join(format!(".{id}.{}.config.json", std::process::id()));
+        let text = serde_json::to_vec(&raw).map_err(|e| RuntimeError::Spec(e.to_string()))?;
+        fs::write(&copy, text)
+            .map_err(|e| RuntimeError::io(format!("write {}", copy.display()), e))?;
+        let target = bundle_dir.join("config.json");
+        let view = Self { target, copy };
+        mount::<Path, Path, str, str>(Some(&view.copy), &view.target, None, MsFlags::MS_BIND, None)
+            .map_err(|e| {
+                RuntimeError::sys(
+                    format!("rootless: bind config view over {}", view.target.display()),
+                    e,
+                )
+            })?;
+        Ok(view)
+    }
+}
+
+impl Drop for ConfigView {
+    fn drop(&mut self) {
+        let _ = umount2(&self.target, MntFlags::MNT_DETACH);
+        let _ = fs::remove_file(&self.copy);
+    }
+}
+
+/// The cgroup path libcontainer is given rootless. It is never created (the
+/// shim's cgroup2 is read-only); it only has to be absolute, and not name a
+/// cgroup that exists, so that libcontainer's clean-up finds nothing.
+pub fn cgroup_path(id: &str) -> String {
+    format!("/runsbx-rootless/{id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nix::errno::Errno;
+
+    fn spec(linux: serde_json::Value) -> Spec {
+        serde_json::from_value(serde_json::json!({
+            "ociVersion": "1.0.2",
+            "root": {"path": "rootfs"},
+            "linux": linux,
+        }))
+        .unwrap()
+    }
+
+    fn userns_linux(extra: serde_json::Value) -> serde_json::Value {
+        let mut l = serde_json::json!({
+            "namespaces": [{"type": "user"}, {"type": "mount"}],
+            "uidMappings": [{"containerID": 0, "hostID": 1000, "size": 1}],
+            "gidMappings": [{"containerID": 0, "hostID": 1000, "size": 1}],
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            l[k] = v.clone();
+        }
+        l
+    }
+
+    #[test]
+    fn accepts_the_callers_single_mapping() {
+        check_spec(&spec(userns_linux(serde_json::json!({}))), 1000, 1000).unwrap();
+        // Device rules need no cgroup rootless.
+        let devices =
+            serde_json::json!({"resources": {"devices": [{"allow": false, "access": "rwm"}]}});
+        check_spec(&spec(userns_linux(devices)), 1000, 1000).unwrap();
+    }
+
+    #[test]
+    fn refuses_limits_naming_them() {
+        let r =
+            serde_json::json!({"resources": {"memory": {"limit": 1048576}, "pids": {"limit": 5}}});
+        let err = check_spec(&spec(userns_linux(r)), 1000, 1000)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("memory limits, a pids limit"), "{err}");
+        assert!(err.contains("without cgroups"), "{err}");
+        let r = serde_json::json!({"resources": {"cpu": {"quota": 1000}}});
+        let err = check_spec(&spec(userns_linux(r)), 1000, 1000)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("cpu limits"), "{err}");
+    }
+
+    #[test]
+    fn refuses_other_mappings() {
+        let other =
+            serde_json::json!({"uidMappings": [{"containerID": 0, "hostID": 0, "size": 1}]});
+        assert!(check_spec(&spec(userns_linux(other)), 1000, 1000).is_err());
+        let range =
+            serde_json::json!({"gidMappings": [{"containerID": 0, "hostID": 1000, "size": 65536}]});
+        assert!(check_spec(&spec(userns_linux(range)), 1000, 1000).is_err());
+        let none = spec(serde_json::json!({"namespaces": [{"type": "mount"}]}));
+        assert!(check_spec(&none, 1000, 1000)
+            .unwrap_err()
+            .to_string()
+            .contains("user namespace"));
+    }
+
+    #[test]
+    fn refusal_names_the_setting() {
+        let zero = HostSettings {
+            max_user_namespaces: Some(0),
+            ..Default::default()
+        };
+        let msg = refusal(Errno::ENOSPC, &zero);
+        assert!(msg.contains("user.max_user_namespaces is 0"), "{msg}");
+        assert!(msg.contains("--no-userns"), "{msg}");
+        let clone = HostSettings {
+            max_user_namespaces: Some(100),
+            unprivileged_userns_clone: Some(0),
+            ..Default::default()
+        };
+        assert!(refusal(Errno::EPERM, &clone).contains("kernel.unprivileged_userns_clone=1"));
+        let aa = HostSettings {
+            max_user_namespaces: Some(100),
+            apparmor_restrict: Some(1),
+            ..Default::default()
+        };
+        assert!(refusal(Errno::EACCES, &aa).contains("AppArmor"));
+        assert!(!refusal(Errno::EPERM, &HostSettings::default()).contains('\n'));
+    }
+}

@@ -1,0 +1,141 @@
+//! User namespaces for rootless runsbx: the "cgroup shim" namespace the
+//! runsbx process itself moves into before libcontainer runs, and the
+//! host's answers when the kernel refuses one.
+//!
+//! Why the shim: libcontainer 0.7 picks its cgroup manager from the
+//! filesystem at /sys/fs/cgroup. On a v1 or hybrid host that is the v1
+//! manager, which writes `cgroup.procs` in every v1 controller and has no
+//! rootless tolerance: an ordinary user's create fails with EACCES. Only the
+//! v2 manager, which libcontainer marks rootless for a non-root caller,
+//! treats EACCES/EROFS as "leave the process where it is". So runsbx moves
+//! itself into a user namespace that maps its own uid and gid to themselves
+//! (euid stays non-zero: libcontainer still takes its rootless path and
+//! writes the container's `0 <uid> 1` map from here, where <uid> is mapped),
+//! plus private mount and cgroup namespaces, and mounts a fresh cgroup2 on
+//! /sys/fs/cgroup there, read-only: libcontainer then sees a unified host,
+//! creates nothing (EROFS) and runs the container without a cgroup.
+//!
+//! What it gives runsbx: nothing over the host. The namespace maps only the
+//! caller's ids, so its capabilities reach only the caller's own objects and
+//! namespaces, which the caller could reach anyway. The workload is still a
+//! direct child of runsbx in the host pid namespace (its PID is the one
+//! reported), and gets its own user namespace below this one.
+//!
+//! Both functions must run while the process is single-threaded (the kernel
+//! refuses a user namespace change otherwise) and after any re-exec (execve
+//! by a non-root euid drops the capabilities the namespace gives).
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+use nix::errno::Errno;
+use nix::mount::{mount, MsFlags};
+use nix::sched::{setns, unshare, CloneFlags};
+
+/// Why the shim could not be made. `Refused` is the kernel (or an LSM)
+/// denying the user namespace itself; the rest are failures after it.
+#[derive(Debug)]
+pub enum ShimError {
+    Refused(Errno),
+    Step(&'static str, Errno),
+}
+
+/// Unshares the shim namespaces and mounts the read-only cgroup2.
+pub fn enter(uid: u32, gid: u32) -> Result<(), ShimError> {
+    unshare(CloneFlags::CLONE_NEWUSER).map_err(ShimError::Refused)?;
+    map_self(uid, gid)?;
+    private_mounts()
+}
+
+/// Joins the user namespace of `pid` (a container's init), then makes
+/// fresh mount and cgroup namespaces in it with the same cgroup2 mount. For
+/// `exec`: libcontainer 0.7 joins a container's other namespaces but not its
+/// user namespace, so the exec'd process ends up in the user namespace of
+/// the runsbx that runs it; only the container's own maps its root (0) to
+/// the caller. Joined before libcontainer runs, the exec'd process is the
+/// container's root like init, and may enter the container's namespaces.
+///
+/// Stops: runsbx, while in the container's user namespace, being traced or
+/// read by the container's processes: the join changes its credentials,
+/// which makes it non-dumpable, with memory owned by the host's namespace;
+/// and the container's processes lack the capabilities runsbx holds there.
+///
+/// Returns Ok(false) when `pid`'s user namespace was not created by `uid`
+/// (a container of root or another user): nothing is joined.
+pub fn join(pid: i32, uid: u32) -> Result<bool, ShimError> {
+    let ns = File::open(format!("/proc/{pid}/ns/user"))
+        .map_err(|e| ShimError::Step("open the container's user namespace", io_errno(&e)))?;
+    // NS_GET_OWNER_UID (linux/nsfs.h): the uid that created the namespace.
+    const NS_GET_OWNER_UID: libc::c_ulong = 0xb704;
+    let mut owner: libc::uid_t = 0;
+    // SAFETY: NS_GET_OWNER_UID writes one uid_t through the pointer, which
+    // points at a live local of that type; `ns` is an open nsfs descriptor.
+    let rc = unsafe { libc::ioctl(ns.as_raw_fd(), NS_GET_OWNER_UID, &mut owner) };
+    if rc < 0 {
+        return match Errno::last() {
+            // The host's own namespace: not a rootless container.
+            Errno::EINVAL => Ok(false),
+            e => Err(ShimError::Step(
+                "read the owner of the container's user namespace",
+                e,
+            )),
+        };
+    }
+    if owner != uid {
+        return Ok(false);
+    }
+    setns(&ns, CloneFlags::CLONE_NEWUSER)
+        .map_err(|e| ShimError::Step("join the container's user namespace", e))?;
+    private_mounts()?;
+    Ok(true)
+}
+
+fn io_errno(e: &std::io::Error) -> Errno {
+    Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+/// The one mapping an unprivileged process may write for itself: its own
+/// ids to themselves. setgroups must be denied first (the kernel requires
+/// it for an unprivileged gid_map; it stops dropping a group that guards a
+/// file by "setgroups([])").
+fn map_self(uid: u32, gid: u32) -> Result<(), ShimError> {
+    let write = |path: &str, text: String, what: &'static str| {
+        std::fs::write(path, text).map_err(|e| ShimError::Step(what, io_errno(&e)))
+    };
+    write(
+        "/proc/self/setgroups",
+        "deny".into(),
+        "write /proc/self/setgroups",
+    )?;
+    write(
+        "/proc/self/uid_map",
+        format!("{uid} {uid} 1"),
+        "write /proc/self/uid_map",
+    )?;
+    write(
+        "/proc/self/gid_map",
+        format!("{gid} {gid} 1"),
+        "write /proc/self/gid_map",
+    )
+}
+
+fn private_mounts() -> Result<(), ShimError> {
+    unshare(CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWCGROUP)
+        .map_err(|e| ShimError::Step("unshare mount and cgroup namespaces", e))?;
+    // Nothing mounted from here on may propagate back to the host.
+    mount::<str, str, str, str>(None, "/", None, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None)
+        .map_err(|e| ShimError::Step("make / private", e))?;
+    // Read-only: libcontainer's v2 manager then gets EROFS for every
+    // mkdir/write and, marked rootless, leaves the process in place. A
+    // writable mount could let it create cgroups in a subtree the caller
+    // happens to own, which runsbx neither tracks nor removes.
+    mount::<str, Path, str, str>(
+        Some("cgroup2"),
+        Path::new("/sys/fs/cgroup"),
+        Some("cgroup2"),
+        MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        None,
+    )
+    .map_err(|e| ShimError::Step("mount a read-only cgroup2 on /sys/fs/cgroup", e))
+}
