@@ -5,5 +5,6 @@ pub mod landlock;
 pub mod memfd;
 pub mod pidfd;
 pub mod seccomp;
+pub mod spawn;
 pub mod userns;
 pub mod wait;

@@ -96,7 +96,7 @@ impl Supervision {
         })
     }
 
-    fn emit(&mut self, line: serde_json::Value) {
+    pub fn emit(&mut self, line: serde_json::Value) {
         if let Some(f) = self.status_fd.as_mut() {
             let _ = writeln!(f, "{line}");
         }
@@ -167,7 +167,30 @@ pub fn foreground(
     };
     sup.emit(serde_json::json!({ "event": "start", "pid": pid.as_raw(), "id": id }));
 
-    let limits = sup.limits;
+    let (done, mut killed_for, peak) = watch(&monitor, pid, sup.limits, started_at, || {
+        let _ = ctx.rt.kill(&id, Signal::SIGKILL, true);
+    })?;
+    if killed_for.is_none() && ctx.rt.oom_killed(&id) {
+        killed_for = Some(Reason::Oom);
+    }
+    let outcome = Outcome::finished(pid.as_raw(), done, killed_for, peak, started_at.elapsed());
+    if !keep {
+        ctx.rt.delete(&id, true)?;
+    }
+    sup.finish(&outcome)?;
+    Ok(outcome.status.clamp(0, 255) as u8)
+}
+
+/// Waits for `pid`, forwarding signals and enforcing `limits` (calling
+/// `kill` once one is exceeded). Returns how it ended, the limit that killed
+/// it, and the peak RSS seen.
+pub fn watch(
+    monitor: &Monitor,
+    pid: nix::unistd::Pid,
+    limits: Limits,
+    started_at: Instant,
+    kill: impl Fn(),
+) -> Result<(runsbx_runtime::monitor::Finished, Option<Reason>, u64)> {
     let tick = match (limits.rss_limit, limits.timeout) {
         (Some(_), _) => Some(guard::RSS_POLL),
         (None, Some(t)) => Some(t.min(Duration::from_millis(100))),
@@ -188,20 +211,12 @@ pub fn foreground(
             killed_for.get_or_insert(Reason::Timeout);
         }
         if killed_for.is_some() {
-            let _ = ctx.rt.kill(&id, Signal::SIGKILL, true);
+            kill();
             return true;
         }
         false
     })?;
-    if killed_for.is_none() && ctx.rt.oom_killed(&id) {
-        killed_for = Some(Reason::Oom);
-    }
-    let outcome = Outcome::finished(pid.as_raw(), done, killed_for, peak, started_at.elapsed());
-    if !keep {
-        ctx.rt.delete(&id, true)?;
-    }
-    sup.finish(&outcome)?;
-    Ok(outcome.status.clamp(0, 255) as u8)
+    Ok((done, killed_for, peak))
 }
 
 fn start_supervised(
@@ -256,7 +271,7 @@ fn start_supervised(
     }
 }
 
-fn check_posture(pid: i32, expect: &Expect) -> Result<()> {
+pub fn check_posture(pid: i32, expect: &Expect) -> Result<()> {
     let off =
         guard::posture(Path::new(&format!("/proc/{pid}")), expect).map_err(anyhow::Error::msg)?;
     if !off.is_empty() {

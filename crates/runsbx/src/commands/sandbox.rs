@@ -137,6 +137,7 @@ pub fn sandbox_posture() -> Expect {
         not_host_root: true,
         namespaces: vec!["user", "pid", "net", "mnt", "ipc", "uts"],
         max_fd: Some(2),
+        ..Default::default()
     }
 }
 
@@ -251,6 +252,9 @@ pub fn make_traversable(dir: &Path) -> Result<()> {
 }
 
 pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
+    if a.no_userns {
+        return direct(ctx, a);
+    }
     if a.self_test {
         // Quiet: stdout belongs to the workload.
         super::selftest::check(ctx, None, None, false).context("--self-test")?;
@@ -280,6 +284,70 @@ pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
     drop(workdir);
     drop(bundle);
     Ok(status)
+}
+
+/// `sandbox --no-userns`: the same generated config, its process run on
+/// the host under Landlock, seccomp and no_new_privs alone (see
+/// runsbx_runtime::direct for what that does and does not hold).
+fn direct(ctx: &Ctx, a: Sandbox) -> Result<u8> {
+    use std::time::Instant;
+
+    use runsbx_runtime::guard::Outcome;
+    use runsbx_runtime::monitor::Monitor;
+    use runsbx_runtime::spec::Bundle;
+
+    let (config, workdir) = prepare(&a.flags, Some(&ctx.rt.root.join(".discovery")))?;
+    let spec = serde_json::from_value(config.clone()).context("generated config")?;
+    let bundle = Bundle {
+        dir: std::env::temp_dir(),
+        raw: config,
+        spec,
+    };
+    let mut sup = run::Supervision::from_flags(&a.guard)?;
+    tracing::warn!("--no-userns: no namespaces; Landlock, seccomp and no_new_privs only");
+    let started_at = Instant::now();
+    let pid = match runsbx_runtime::direct::spawn(&bundle, &ctx.rt.landlock_default) {
+        Ok(pid) => pid,
+        Err(e) => {
+            let e = anyhow::Error::from(e);
+            let _ = sup.finish(&Outcome::setup_failed(
+                format!("{e:#}"),
+                125,
+                started_at.elapsed(),
+            ));
+            return Err(e);
+        }
+    };
+    let kill = || {
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    };
+    let monitor = Monitor::new()?.kill_on(&[
+        nix::sys::signal::Signal::SIGTERM,
+        nix::sys::signal::Signal::SIGHUP,
+    ]);
+    if !a.no_posture_check {
+        let expect = Expect {
+            namespaces: Vec::new(),
+            max_fd: None,
+            bounding_may_remain: true,
+            ..sandbox_posture()
+        };
+        if let Err(e) = run::check_posture(pid.as_raw(), &expect) {
+            kill();
+            let _ = nix::sys::wait::waitpid(pid, None);
+            return Err(e);
+        }
+    }
+    if let Some(p) = &a.pid_file {
+        fs::write(p, pid.as_raw().to_string())
+            .with_context(|| format!("--pid-file {}", p.display()))?;
+    }
+    sup.emit(serde_json::json!({ "event": "start", "pid": pid.as_raw() }));
+    let (done, killed_for, peak) = run::watch(&monitor, pid, sup.limits, started_at, kill)?;
+    let outcome = Outcome::finished(pid.as_raw(), done, killed_for, peak, started_at.elapsed());
+    sup.finish(&outcome)?;
+    drop(workdir);
+    Ok(outcome.status.clamp(0, 255) as u8)
 }
 
 #[cfg(test)]
