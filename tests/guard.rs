@@ -240,14 +240,7 @@ fn probe() -> PathBuf {
 fn selftest_passes_and_fails_on_a_weakened_bundle() {
     let env = Env::new();
     let probe = probe();
-    let out = env.run(&["selftest", "--probe", probe.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "selftest failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        stderr_of(&out)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("selftest passed"));
+    assert_selftest_passes(&env, &probe);
 
     // The same policy, but sharing the host's network namespace.
     let bundle = gen_edited(&env, "weak", &|c| {

@@ -12,14 +12,6 @@ use common::*;
 
 const NOBODY: u32 = 65534;
 
-fn sandbox(env: &Env, flags: &[&str], cmd: &[&str]) -> Output {
-    let mut args = vec!["sandbox"];
-    args.extend_from_slice(flags);
-    args.push("--");
-    args.extend_from_slice(cmd);
-    env.run(&args)
-}
-
 /// A workdir the sandbox (host nobody, when root invokes) may write.
 fn workdir(env: &Env) -> String {
     env.nobody_workdir().to_str().unwrap().to_string()
@@ -90,13 +82,6 @@ fn the_python_repl_client_round_trips() {
 
 /// Each escape attempt, with the errno that shows which layer stopped it.
 const ESCAPES: &str = r#"
-import errno, os, socket, json, sys
-def attempt(name, f):
-    try:
-        f()
-        print(name, "ALLOWED")
-    except OSError as e:
-        print(name, errno.errorcode.get(e.errno, e.errno))
 attempt("tcp-loopback", lambda: socket.create_connection(("127.0.0.1", 22), timeout=2))
 attempt("tcp-public", lambda: socket.create_connection(("1.1.1.1", 80), timeout=2))
 attempt("read-passwd", lambda: open("/etc/passwd").read())
@@ -123,7 +108,11 @@ fn which_python_under_root() -> bool {
 fn escapes_fail_and_the_workdir_is_writable() {
     let env = Env::new();
     let wd = workdir(&env);
-    let out = sandbox(&env, &["--workdir", &wd], &["python3", "-c", ESCAPES]);
+    let out = sandbox(
+        &env,
+        &["--workdir", &wd],
+        &["python3", "-c", &py_attempts(ESCAPES)],
+    );
     assert!(out.status.success(), "{}", stderr_of(&out));
     let text = stdout(&out);
     let got: std::collections::BTreeMap<&str, &str> =

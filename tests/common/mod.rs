@@ -12,8 +12,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+/// The runsbx under test: `$RUNSBX_BIN` when set (hack/test runs the
+/// rootless suite as another user, from copies it can read), else cargo's.
 pub fn runsbx_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_runsbx"))
+    std::env::var_os("RUNSBX_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_runsbx")))
 }
 
 /// The suite needs root (namespaces, cgroups, mounts). Fails, never skips:
@@ -51,6 +55,11 @@ pub struct Env {
 impl Env {
     pub fn new() -> Self {
         require_root();
+        Self::any_user()
+    }
+
+    /// An Env for the rootless suite, which runs as an ordinary user.
+    pub fn any_user() -> Self {
         let tmp = tempfile::Builder::new()
             .prefix("runsbx-test-")
             .tempdir()
@@ -268,6 +277,42 @@ pub fn cgroups_named(id: &str) -> Vec<PathBuf> {
         }
     }
     found
+}
+
+/// `runsbx sandbox FLAGS -- CMD` under `env`.
+pub fn sandbox(env: &Env, flags: &[&str], cmd: &[&str]) -> Output {
+    let mut args = vec!["sandbox"];
+    args.extend_from_slice(flags);
+    args.push("--");
+    args.extend_from_slice(cmd);
+    env.run(&args)
+}
+
+/// A Python program that runs `attempts` (lines of `attempt(NAME, FUNC)`)
+/// and prints `NAME ALLOWED` or `NAME <errno name>` for each.
+pub fn py_attempts(attempts: &str) -> String {
+    const PRELUDE: &str = r#"
+import errno, os, socket, json, sys
+def attempt(name, f):
+    try:
+        f()
+        print(name, "ALLOWED")
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, e.errno))
+"#;
+    format!("{PRELUDE}{attempts}")
+}
+
+/// `selftest` with the probe passes, saying so.
+pub fn assert_selftest_passes(env: &Env, probe: &Path) {
+    let out = env.run(&["selftest", "--probe", probe.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "selftest failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr_of(&out)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("selftest passed"));
 }
 
 pub fn stderr_of(out: &Output) -> String {

@@ -577,6 +577,9 @@ impl Runtime {
 
     pub fn pause(&self, id: &str) -> Result<()> {
         let mut c = self.load(id)?;
+        if read_starttime(&self.dir(id)).no_cgroup {
+            return Err(no_cgroup(id, "freeze it"));
+        }
         require(&c, "pause", "running", |s| s == ContainerStatus::Running)?;
         c.pause()
             .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))
@@ -584,6 +587,9 @@ impl Runtime {
 
     pub fn resume(&self, id: &str) -> Result<()> {
         let mut c = self.load(id)?;
+        if read_starttime(&self.dir(id)).no_cgroup {
+            return Err(no_cgroup(id, "thaw it"));
+        }
         require(&c, "resume", "paused", |s| s == ContainerStatus::Paused)?;
         c.resume()
             .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))
@@ -617,9 +623,7 @@ impl Runtime {
         use libcgroups::common::CgroupManager;
         let c = self.load(id)?;
         if read_starttime(&self.dir(id)).no_cgroup {
-            return Err(RuntimeError::Init(format!(
-                "ps {id}: the container has no cgroup (made by a rootless runsbx) to list processes from"
-            )));
+            return Err(no_cgroup(id, "list its processes"));
         }
         let mut pids: Vec<i32> = self
             .cgroup(&c)?
@@ -920,6 +924,12 @@ struct SidecarHead {
     starttime: Option<u64>,
     #[serde(default)]
     no_cgroup: bool,
+}
+
+fn no_cgroup(id: &str, what: &str) -> RuntimeError {
+    RuntimeError::Init(format!(
+        "container {id:?} has no cgroup to {what} (made by a rootless runsbx; see docs/rootless.md)"
+    ))
 }
 
 /// `kill --all` and `delete` of a container without a cgroup: signal its

@@ -304,7 +304,6 @@ fn direct(ctx: &Ctx, a: Sandbox) -> Result<u8> {
         spec,
     };
     let mut sup = run::Supervision::from_flags(&a.guard)?;
-    tracing::warn!("--no-userns: no namespaces; Landlock, seccomp and no_new_privs only");
     let started_at = Instant::now();
     let pid = match runsbx_runtime::direct::spawn(&bundle, &ctx.rt.landlock_default) {
         Ok(pid) => pid,
@@ -318,6 +317,7 @@ fn direct(ctx: &Ctx, a: Sandbox) -> Result<u8> {
             return Err(e);
         }
     };
+    tracing::warn!("--no-userns: no namespaces; Landlock, seccomp and no_new_privs only");
     let kill = || {
         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
     };

@@ -1,0 +1,392 @@
+//! Rootless runsbx (docs/rootless.md): `sandbox`, `run`, `create`/`start`/
+//! `state`/`exec`/`kill`/`delete` and `selftest` as an ordinary user, and the
+//! clear error plus the opt-in `--no-userns` mode where user namespaces are
+//! forbidden.
+//!
+//! Two halves, each run by hack/test:
+//! - the `user_*` tests run as an unprivileged user: hack/test runs this
+//!   binary again through `runuser` as the user hack/setup-ci creates. Run
+//!   as root (plain `cargo test`), they say so and return.
+//! - the `root_*` tests set up what an ordinary user cannot (a throwaway
+//!   user namespace with `user.max_user_namespaces=0`) and run runsbx in it
+//!   as that user. Run as a non-root user they say so and return.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::*;
+use serde_json::json;
+
+/// The unprivileged user the root half runs runsbx as (hack/setup-ci).
+const DEFAULT_USER: &str = "runsbx-ci";
+
+fn as_user() -> bool {
+    if nix::unistd::geteuid().is_root() {
+        eprintln!("rootless: runs as an unprivileged user; hack/test runs it so (step rootless)");
+        return false;
+    }
+    true
+}
+
+fn as_root() -> bool {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("rootless: this half needs root to build the throwaway namespace; hack/test runs it as root");
+        return false;
+    }
+    true
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn uid() -> u32 {
+    nix::unistd::geteuid().as_raw()
+}
+
+/// A busybox bundle for the caller: a user namespace mapping container
+/// root to the caller, as `spec --rootless` writes it.
+fn user_bundle(env: &Env, name: &str, args: &[&str]) -> Bundle {
+    let mut b = env.bundle(name, args);
+    let gid = nix::unistd::getegid().as_raw();
+    let linux = &mut b.config["linux"];
+    linux["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "user"}));
+    linux["uidMappings"] = json!([{"containerID": 0, "hostID": uid(), "size": 1}]);
+    linux["gidMappings"] = json!([{"containerID": 0, "hostID": gid, "size": 1}]);
+    b.save();
+    b
+}
+
+const ESCAPES: &str = r#"
+attempt("tcp-public", lambda: socket.create_connection(("1.1.1.1", 80), timeout=2))
+attempt("write-tmp", lambda: open("/tmp/runsbx-rootless-escape", "w"))
+attempt("write-runtime", lambda: open(os.path.join(os.path.dirname(sys.executable), "x"), "w"))
+attempt("fork", lambda: os.fork())
+attempt("write-workdir", lambda: open(os.path.join(os.environ["HOME"], "made-inside"), "w").write("hi"))
+print("uid", os.getuid())
+"#;
+
+fn escapes(out: &Output) -> std::collections::BTreeMap<String, String> {
+    stdout(out)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+#[test]
+fn user_sandbox_runs_python_and_every_layer_holds() {
+    if !as_user() {
+        return;
+    }
+    let env = Env::any_user();
+    let wd = env.tmp.path().join("work");
+    fs::create_dir(&wd).unwrap();
+    let out = sandbox(
+        &env,
+        &["--workdir", wd.to_str().unwrap()],
+        &["/usr/bin/python3", "-c", &py_attempts(ESCAPES)],
+    );
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let got = escapes(&out);
+    for (name, want) in [
+        ("tcp-public", "EPERM"),
+        ("write-tmp", "EROFS"),
+        ("write-runtime", "EROFS"),
+        ("fork", "EPERM"),
+        ("write-workdir", "ALLOWED"),
+        // Container root, which is the caller on the host.
+        ("uid", "0"),
+    ] {
+        assert_eq!(
+            got.get(name).map(String::as_str),
+            Some(want),
+            "{name}: {got:?}"
+        );
+    }
+    let made = wd.join("made-inside");
+    assert_eq!(fs::read_to_string(&made).unwrap(), "hi");
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(fs::metadata(&made).unwrap().uid(), uid());
+    // Exit codes come through; nothing is left in the state root.
+    let out = sandbox(
+        &env,
+        &[],
+        &["/usr/bin/python3", "-c", "raise SystemExit(7)"],
+    );
+    assert_eq!(out.status.code(), Some(7), "{}", stderr_of(&out));
+    assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
+}
+
+#[test]
+fn user_sandbox_timeout_and_rss_limit_work_without_cgroups() {
+    if !as_user() {
+        return;
+    }
+    let env = Env::any_user();
+    let out = sandbox(&env, &["--timeout", "300ms"], &["/bin/sleep", "10"]);
+    assert_eq!(out.status.code(), Some(137), "{}", stderr_of(&out));
+    let out = sandbox(
+        &env,
+        &["--rss-limit", "64M"],
+        &[
+            "/usr/bin/python3",
+            "-c",
+            "x = bytearray(512 << 20); import time; time.sleep(5)",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(137), "{}", stderr_of(&out));
+    // A cgroup limit cannot hold rootless: refused, by name, before anything runs.
+    let out = sandbox(&env, &["--memory", "100M"], &["/bin/true"]);
+    assert_one_line_error(&out, "memory limits");
+    assert!(
+        stderr_of(&out).contains("without cgroups"),
+        "{}",
+        stderr_of(&out)
+    );
+}
+
+#[test]
+fn user_selftest_passes() {
+    if !as_user() {
+        return;
+    }
+    let env = Env::any_user();
+    assert_selftest_passes(&env, &probe_bin());
+}
+
+#[test]
+fn user_lifecycle_create_start_exec_kill_delete() {
+    if !as_user() {
+        return;
+    }
+    let env = Env::any_user();
+    let b = user_bundle(&env, "b", &["sleep", "100"]);
+    let id = unique_id("rl");
+    env.ok(&["create", "--bundle", b.path(), &id]);
+    assert_eq!(env.state(&id)["status"], "created");
+    env.ok(&["start", &id]);
+    let s = env.wait_status(&id, "running");
+    let pid = s["pid"].as_i64().unwrap() as i32;
+    // The reported PID is the workload's, and it is the caller on the host.
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let host_uid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(host_uid, uid().to_string());
+    assert_eq!(
+        fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap(),
+        "sleep\x00100\x00"
+    );
+    // exec joins the container as its root.
+    let out = env.ok(&["exec", &id, "sh", "-c", "id -u; cat /proc/self/uid_map"]);
+    let mut lines = out.lines();
+    assert_eq!(lines.next(), Some("0"));
+    let map: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(map, ["0", &uid().to_string(), "1"]);
+    // An id the container does not map: one clear line.
+    assert_one_line_error(
+        &env.run(&["exec", "--user", "5", &id, "true"]),
+        "does not map uid 5",
+    );
+    env.ok(&["kill", &id, "KILL"]);
+    env.wait_status(&id, "stopped");
+    env.ok(&["delete", &id]);
+    assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
+}
+
+#[test]
+fn user_run_and_delete_force() {
+    if !as_user() {
+        return;
+    }
+    let env = Env::any_user();
+    let b = user_bundle(&env, "b", &["sh", "-c", "exit 3"]);
+    let out = env.run(&["run", "--bundle", b.path(), &unique_id("rl")]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    let b = user_bundle(&env, "b2", &["sleep", "100"]);
+    let id = unique_id("rl");
+    env.ok(&["run", "-d", "--bundle", b.path(), &id]);
+    let pid = env.wait_status(&id, "running")["pid"].as_i64().unwrap() as i32;
+    env.ok(&["kill", "--all", &id, "KILL"]);
+    env.ok(&["delete", "--force", &id]);
+    assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while pid_alive(pid) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "workload {pid} survived delete --force"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn user_spec_rootless_runs_as_it_is_and_limits_are_refused() {
+    if !as_user() {
+        return;
+    }
+    let env = Env::any_user();
+    let b = env.bundle("b", &["true"]);
+    fs::remove_file(b.dir.join("config.json")).unwrap();
+    env.ok(&["spec", "--rootless", "--bundle", b.path()]);
+    // Only the command changes: `sh` on a terminal is no test.
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&fs::read(b.dir.join("config.json")).unwrap()).unwrap();
+    config["process"]["args"] = json!(["sh", "-c", "echo from-spec"]);
+    config["process"]["terminal"] = json!(false);
+    fs::write(b.dir.join("config.json"), config.to_string()).unwrap();
+    let out = env.run(&["run", "--bundle", b.path(), &unique_id("rl")]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(stdout(&out), "from-spec\n");
+    config["linux"]["resources"] = json!({"pids": {"limit": 10}});
+    fs::write(b.dir.join("config.json"), config.to_string()).unwrap();
+    let out = env.run(&["run", "--bundle", b.path(), &unique_id("rl")]);
+    assert_one_line_error(&out, "a pids limit");
+    assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
+}
+
+#[test]
+fn user_default_state_root_is_under_xdg_runtime_dir() {
+    if !as_user() {
+        return;
+    }
+    let env = Env::any_user();
+    let xdg = env.tmp.path().join("xdg");
+    fs::create_dir(&xdg).unwrap();
+    let out = Command::new(runsbx_bin())
+        .args(["sandbox", "--id", "xdg-probe", "--", "/bin/true"])
+        .env("XDG_RUNTIME_DIR", &xdg)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    // The root stays (with the discovery cache); the container is gone.
+    let root = xdg.join("runsbx");
+    assert!(root.is_dir());
+    assert!(!root.join("xdg-probe").exists());
+}
+
+// ---- The root half: a host that forbids user namespaces ----
+
+/// Runs `args` as `user` inside a throwaway user namespace in which
+/// `user.max_user_namespaces` is 0 (root maps itself and the user, sets the
+/// sysctl there, then drops to the user): the kernel refuses any further
+/// user namespace, exactly as on a host with the sysctl at 0.
+fn blocked(user: (u32, u32), args: &[&str], workdir: &Path) -> Output {
+    const SCRIPT: &str = r#"
+set -eu
+uid=$1 gid=$2; shift 2
+d=$(mktemp -d); mkfifo "$d/go"
+unshare --user -- bash -c 'read -r _ < "$0"; exec bash -c "echo 0 > /proc/sys/user/max_user_namespaces && exec setpriv --reuid=$1 --regid=$2 --clear-groups -- \"\${@:3}\"" inner "$@"' "$d/go" "$uid" "$gid" "$@" &
+pid=$!
+while [ "$(readlink /proc/$pid/ns/user)" = "$(readlink /proc/self/ns/user)" ]; do sleep 0.01; done
+/bin/echo -e "0 0 1\n$uid $uid 1" > /proc/$pid/uid_map
+/bin/echo -e "0 0 1\n$gid $gid 1" > /proc/$pid/gid_map
+echo > "$d/go"
+rc=0; wait $pid || rc=$?
+rm -rf "$d"
+exit $rc
+"#;
+    let bin = runsbx_bin();
+    let mut cmd = Command::new("bash");
+    cmd.args(["-c", SCRIPT, "blocked"])
+        .arg(user.0.to_string())
+        .arg(user.1.to_string())
+        .args(["env", "-i", "PATH=/usr/bin:/bin"])
+        .arg(format!("HOME={}", workdir.display()))
+        .arg(format!("TMPDIR={}", workdir.display()))
+        .arg(bin)
+        .arg("--root")
+        .arg(workdir.join("state"))
+        .args(args)
+        .current_dir(workdir);
+    cmd.output().unwrap()
+}
+
+fn test_user() -> (u32, u32) {
+    let name = std::env::var("RUNSBX_ROOTLESS_USER").unwrap_or_else(|_| DEFAULT_USER.into());
+    let user = nix::unistd::User::from_name(&name)
+        .unwrap()
+        .unwrap_or_else(|| panic!("user {name:?} is missing: hack/setup-ci creates it"));
+    (user.uid.as_raw(), user.gid.as_raw())
+}
+
+#[test]
+fn root_forbidden_user_namespaces_give_the_clear_error_and_no_userns_still_confines() {
+    if !as_root() {
+        return;
+    }
+    let user = test_user();
+    let env = Env::new();
+    let wd = env.tmp.path().join("work");
+    fs::create_dir(&wd).unwrap();
+    let mut p = fs::metadata(env.tmp.path()).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
+    fs::set_permissions(env.tmp.path(), p).unwrap();
+    nix::unistd::chown(&wd, Some(user.0.into()), Some(user.1.into())).unwrap();
+
+    let out = blocked(user, &["sandbox", "--", "/bin/true"], &wd);
+    assert_one_line_error(&out, "user.max_user_namespaces is 0");
+    let err = stderr_of(&out);
+    assert!(err.contains("sysctl -w user.max_user_namespaces="), "{err}");
+    assert!(err.contains("--no-userns"), "{err}");
+    assert_eq!(out.status.code(), Some(125));
+    // The same refusal for the OCI commands.
+    assert!(stderr_of(&blocked(
+        user,
+        &["run", "--bundle", "/nonexistent", "x"],
+        &wd
+    ))
+    .contains("user.max_user_namespaces is 0"));
+
+    let wd_s = wd.to_str().unwrap();
+    let out = blocked(
+        user,
+        &[
+            "sandbox",
+            "--no-userns",
+            "--workdir",
+            wd_s,
+            "--",
+            "/usr/bin/python3",
+            "-c",
+            &py_attempts(ESCAPES),
+        ],
+        &wd,
+    );
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let got = escapes(&out);
+    for (name, want) in [
+        ("tcp-public", "EPERM"), // seccomp: no socket()
+        ("write-tmp", "EACCES"), // Landlock: only the workdir is writable
+        ("write-runtime", "EACCES"),
+        ("fork", "EPERM"),
+        ("write-workdir", "ALLOWED"),
+        // No user namespace: the workload is the caller itself.
+        ("uid", &user.0.to_string()),
+    ] {
+        assert_eq!(
+            got.get(name).map(String::as_str),
+            Some(want),
+            "{name}: {got:?}"
+        );
+    }
+    assert!(!Path::new("/tmp/runsbx-rootless-escape").exists());
+    // Never silent: the weaker mode says so.
+    assert!(
+        stderr_of(&out).contains("--no-userns"),
+        "{}",
+        stderr_of(&out)
+    );
+}
