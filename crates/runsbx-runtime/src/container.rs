@@ -870,8 +870,11 @@ impl Drop for CreateLock {
 }
 
 /// Removes the report FIFOs (`.<id>.<pid>.report`) that creates of `id`
-/// killed before moving them into the state dir left in the root. Call it
-/// holding the id's [`CreateLock`], so no live create owns one.
+/// killed before moving them into the state dir left in the root, and the
+/// config views (`.<id>.<pid>.config.json`, rootless.rs) of creates and
+/// execs killed half-way. Call it holding the id's [`CreateLock`], so no
+/// live create owns a report; a view is left while its process lives (an
+/// exec holds no lock).
 fn remove_stale_reports(root: &Path, id: &str) {
     let Ok(entries) = fs::read_dir(root) else {
         return;
@@ -879,14 +882,21 @@ fn remove_stale_reports(root: &Path, id: &str) {
     let prefix = format!(".{id}.");
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(&prefix))
-            .and_then(|n| n.strip_suffix(".report"))
-        else {
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
             continue;
         };
-        if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) {
+        let (pid, live_ok) = match (
+            rest.strip_suffix(".report"),
+            rest.strip_suffix(".config.json"),
+        ) {
+            (Some(pid), _) => (pid, true),
+            (None, Some(pid)) => (pid, false),
+            (None, None) => continue,
+        };
+        if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        if live_ok || !Path::new("/proc").join(pid).exists() {
             let _ = fs::remove_file(entry.path());
         }
     }
