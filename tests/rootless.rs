@@ -125,6 +125,36 @@ fn user_sandbox_runs_python_and_every_layer_holds() {
 }
 
 #[test]
+fn user_sandbox_scrubs_the_environment_and_closes_inherited_fds() {
+    if !as_user() {
+        return;
+    }
+    let env = Env::any_user();
+    // fd 5 is inherited without close-on-exec; the workload must not see it.
+    let out = Command::new("bash")
+        .args(["-c", "exec 5</etc/hostname; exec \"$0\" \"$@\""])
+        .arg(runsbx_bin())
+        .arg("--root")
+        .arg(&env.root)
+        .args(["sandbox", "--", "/usr/bin/python3", "-c"])
+        .arg(py_attempts(
+            "attempt('fd5', lambda: os.fstat(5))\nprint('env', ','.join(sorted(os.environ)))",
+        ))
+        .env("SECRET_API_TOKEN", "hunter2")
+        .env("LANG", "C.UTF-8")
+        .env("LD_PRELOAD", "/nonexistent.so")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let got = escapes(&out);
+    assert_eq!(got.get("fd5").map(String::as_str), Some("EBADF"), "{got:?}");
+    assert_eq!(
+        got.get("env").map(String::as_str),
+        Some("HOME,LANG,PATH,TMPDIR")
+    );
+}
+
+#[test]
 fn user_sandbox_timeout_and_rss_limit_work_without_cgroups() {
     if !as_user() {
         return;
@@ -286,6 +316,7 @@ fn user_default_state_root_is_under_xdg_runtime_dir() {
 fn blocked(user: (u32, u32), args: &[&str], workdir: &Path) -> Output {
     const SCRIPT: &str = r#"
 set -eu
+exec 5</etc/hostname   # inherited without close-on-exec: must not reach the workload
 uid=$1 gid=$2; shift 2
 d=$(mktemp -d); mkfifo "$d/go"
 unshare --user -- bash -c 'read -r _ < "$0"; exec bash -c "echo 0 > /proc/sys/user/max_user_namespaces && exec setpriv --reuid=$1 --regid=$2 --clear-groups -- \"\${@:3}\"" inner "$@"' "$d/go" "$uid" "$gid" "$@" &
@@ -303,7 +334,12 @@ exit $rc
     cmd.args(["-c", SCRIPT, "blocked"])
         .arg(user.0.to_string())
         .arg(user.1.to_string())
-        .args(["env", "-i", "PATH=/usr/bin:/bin"])
+        .args([
+            "env",
+            "-i",
+            "PATH=/usr/bin:/bin",
+            "SECRET_API_TOKEN=hunter2",
+        ])
         .arg(format!("HOME={}", workdir.display()))
         .arg(format!("TMPDIR={}", workdir.display()))
         .arg(bin)
@@ -361,7 +397,9 @@ fn root_forbidden_user_namespaces_give_the_clear_error_and_no_userns_still_confi
             "--",
             "/usr/bin/python3",
             "-c",
-            &py_attempts(ESCAPES),
+            &py_attempts(&format!(
+                "{ESCAPES}\nattempt('fd5', lambda: os.fstat(5))\nprint('env', ','.join(sorted(os.environ)))"
+            )),
         ],
         &wd,
     );
@@ -373,6 +411,8 @@ fn root_forbidden_user_namespaces_give_the_clear_error_and_no_userns_still_confi
         ("write-runtime", "EACCES"),
         ("fork", "EPERM"),
         ("write-workdir", "ALLOWED"),
+        ("fd5", "EBADF"),
+        ("env", "HOME,PATH,TMPDIR"),
         // No user namespace: the workload is the caller itself.
         ("uid", &user.0.to_string()),
     ] {

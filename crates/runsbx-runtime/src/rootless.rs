@@ -418,7 +418,9 @@ mod tests {
         let s = spec(userns_linux(serde_json::json!({})));
         check_exec_user(&s, None).unwrap();
         check_exec_user(&s, Some((0, Some(0)))).unwrap();
-        let err = check_exec_user(&s, Some((5, None))).unwrap_err().to_string();
+        let err = check_exec_user(&s, Some((5, None)))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("does not map uid 5"), "{err}");
         assert!(check_exec_user(&s, Some((0, Some(1)))).is_err());
     }
