@@ -288,6 +288,39 @@ fn user_spec_rootless_runs_as_it_is_and_limits_are_refused() {
 }
 
 #[test]
+fn user_gen_writes_a_bundle_that_runs() {
+    if !as_user() {
+        return;
+    }
+    let env = Env::any_user();
+    let wd = env.tmp.path().join("work");
+    fs::create_dir(&wd).unwrap();
+    let bundle = env.tmp.path().join("gen");
+    env.ok(&[
+        "gen",
+        "--workdir",
+        wd.to_str().unwrap(),
+        "-o",
+        bundle.to_str().unwrap(),
+        "--",
+        "/usr/bin/python3",
+        "-c",
+        "print(6 * 7)",
+    ]);
+    let config: serde_json::Value =
+        serde_json::from_slice(&fs::read(bundle.join("config.json")).unwrap()).unwrap();
+    assert_eq!(config["linux"]["uidMappings"][0]["hostID"], uid());
+    let out = env.run(&[
+        "run",
+        "--bundle",
+        bundle.to_str().unwrap(),
+        &unique_id("rl"),
+    ]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(stdout(&out), "42\n");
+}
+
+#[test]
 fn user_default_state_root_is_under_xdg_runtime_dir() {
     if !as_user() {
         return;
