@@ -163,7 +163,8 @@ pub fn refusal(errno: nix::errno::Errno, host: &HostSettings) -> String {
 }
 
 /// Refuses what rootless runsbx cannot do, naming it: resource limits (no
-/// cgroup to hold them) and user namespace mappings other than the caller's.
+/// cgroup to hold them), user namespace mappings other than the caller's, and a
+/// process.user that namespace does not map.
 pub fn check_spec(spec: &Spec, uid: u32, gid: u32) -> Result<()> {
     let linux = spec.linux().as_ref();
     let limits = linux
@@ -214,15 +215,24 @@ pub fn check_spec(spec: &Spec, uid: u32, gid: u32) -> Result<()> {
         linux.and_then(|l| l.gid_mappings().as_ref()),
         gid,
         "gidMappings",
-    )
+    )?;
+    if let Some(p) = spec.process() {
+        let user = p.user();
+        check_mapped(spec, user.uid(), Some(user.gid()), "process.user")?;
+    }
+    Ok(())
 }
 
 /// `exec --user`: only ids the container's user namespace maps exist in
 /// it; the kernel's EINVAL would come back as a bare "failed syscall".
 pub fn check_exec_user(spec: &Spec, user: Option<(u32, Option<u32>)>) -> Result<()> {
-    let Some((uid, gid)) = user else {
-        return Ok(());
-    };
+    match user {
+        Some((uid, gid)) => check_mapped(spec, uid, gid, "--user"),
+        None => Ok(()),
+    }
+}
+
+fn check_mapped(spec: &Spec, uid: u32, gid: Option<u32>, what: &str) -> Result<()> {
     let linux = spec.linux().as_ref();
     let mapped = |maps: Option<&Vec<LinuxIdMapping>>, id: u32| {
         maps.into_iter().flatten().any(|m| {
@@ -232,13 +242,13 @@ pub fn check_exec_user(spec: &Spec, user: Option<(u32, Option<u32>)>) -> Result<
     };
     if !mapped(linux.and_then(|l| l.uid_mappings().as_ref()), uid) {
         return Err(RuntimeError::Spec(format!(
-            "--user {uid}: the container's user namespace does not map uid {uid} (rootless: only its root, the caller)"
+            "{what} {uid}: the container's user namespace does not map uid {uid} (rootless: only its root, the caller)"
         )));
     }
     if let Some(gid) = gid {
         if !mapped(linux.and_then(|l| l.gid_mappings().as_ref()), gid) {
             return Err(RuntimeError::Spec(format!(
-                "--user {uid}:{gid}: the container's user namespace does not map gid {gid} (rootless: only its root group, the caller's)"
+                "{what} {uid}:{gid}: the container's user namespace does not map gid {gid} (rootless: only its root group, the caller's)"
             )));
         }
     }
@@ -406,6 +416,15 @@ mod tests {
         let range =
             serde_json::json!({"gidMappings": [{"containerID": 0, "hostID": 1000, "size": 65536}]});
         assert!(check_spec(&spec(userns_linux(range)), 1000, 1000).is_err());
+        let mut as_1000 = spec(userns_linux(serde_json::json!({})));
+        as_1000.set_process(Some(
+            serde_json::from_value(
+                serde_json::json!({"user": {"uid": 1000, "gid": 0}, "cwd": "/"}),
+            )
+            .unwrap(),
+        ));
+        let err = check_spec(&as_1000, 1000, 1000).unwrap_err().to_string();
+        assert!(err.contains("process.user 1000"), "{err}");
         let none = spec(serde_json::json!({"namespaces": [{"type": "mount"}]}));
         assert!(check_spec(&none, 1000, 1000)
             .unwrap_err()
