@@ -57,9 +57,10 @@ pub fn enter(uid: u32, gid: u32) -> Result<(), ShimError> {
 /// container's root like init, and may enter the container's namespaces.
 ///
 /// Stops: runsbx, while in the container's user namespace, being traced or
-/// read by the container's processes: the join changes its credentials,
-/// which makes it non-dumpable, with memory owned by the host's namespace;
-/// and the container's processes lack the capabilities runsbx holds there.
+/// read by the container's processes (its /proc/<pid>/exe, memory and fds):
+/// it is made non-dumpable (the kernel does so on the join only when
+/// fs.suid_dumpable is 0), its memory belongs to the host's namespace, and
+/// the container's processes lack the capabilities runsbx holds there.
 ///
 /// Returns Ok(false) when `pid`'s user namespace was not created by `uid`
 /// (a container of root or another user): nothing is joined.
@@ -87,6 +88,8 @@ pub fn join(pid: i32, uid: u32) -> Result<bool, ShimError> {
     }
     setns(&ns, CloneFlags::CLONE_NEWUSER)
         .map_err(|e| ShimError::Step("join the container's user namespace", e))?;
+    nix::sys::prctl::set_dumpable(false)
+        .map_err(|e| ShimError::Step("make runsbx non-dumpable", e))?;
     private_mounts()?;
     Ok(true)
 }
