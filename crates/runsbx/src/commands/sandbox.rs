@@ -325,7 +325,9 @@ fn direct(ctx: &Ctx, a: Sandbox) -> Result<u8> {
         nix::sys::signal::Signal::SIGTERM,
         nix::sys::signal::Signal::SIGHUP,
     ]);
-    if !a.no_posture_check {
+    // After exec (there is no "before start" here); a workload that already
+    // exited leaves nothing to check.
+    if !a.no_posture_check && runsbx_runtime::guard::rss(pid.as_raw()).is_some() {
         let expect = Expect {
             namespaces: Vec::new(),
             max_fd: None,
@@ -335,6 +337,11 @@ fn direct(ctx: &Ctx, a: Sandbox) -> Result<u8> {
         if let Err(e) = run::check_posture(pid.as_raw(), &expect) {
             kill();
             let _ = nix::sys::wait::waitpid(pid, None);
+            let _ = sup.finish(&Outcome::setup_failed(
+                format!("{e:#}"),
+                125,
+                started_at.elapsed(),
+            ));
             return Err(e);
         }
     }
