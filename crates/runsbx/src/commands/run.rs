@@ -96,7 +96,7 @@ impl Supervision {
         })
     }
 
-    pub fn emit(&mut self, line: serde_json::Value) {
+    fn emit(&mut self, line: serde_json::Value) {
         if let Some(f) = self.status_fd.as_mut() {
             let _ = writeln!(f, "{line}");
         }
@@ -181,44 +181,6 @@ pub fn foreground(
     Ok(outcome.status.clamp(0, 255) as u8)
 }
 
-/// Waits for `pid`, forwarding signals and enforcing `limits` (calling
-/// `kill` once one is exceeded). Returns how it ended, the limit that killed
-/// it, and the peak RSS seen.
-pub fn watch(
-    monitor: &Monitor,
-    pid: nix::unistd::Pid,
-    limits: Limits,
-    started_at: Instant,
-    kill: impl Fn(),
-) -> Result<(runsbx_runtime::monitor::Finished, Option<Reason>, u64)> {
-    let tick = match (limits.rss_limit, limits.timeout) {
-        (Some(_), _) => Some(guard::RSS_POLL),
-        (None, Some(t)) => Some(t.min(Duration::from_millis(100))),
-        (None, None) => None,
-    };
-    let mut peak = 0u64;
-    let mut killed_for = None;
-    let done = monitor.wait(pid, tick, || {
-        if let Some(limit) = limits.rss_limit {
-            if let Some(rss) = guard::rss(pid.as_raw()) {
-                peak = peak.max(rss);
-                if rss > limit {
-                    killed_for = Some(Reason::RssLimit);
-                }
-            }
-        }
-        if limits.timeout.is_some_and(|t| started_at.elapsed() >= t) {
-            killed_for.get_or_insert(Reason::Timeout);
-        }
-        if killed_for.is_some() {
-            kill();
-            return true;
-        }
-        false
-    })?;
-    Ok((done, killed_for, peak))
-}
-
 fn start_supervised(
     ctx: &Ctx,
     opts: CreateOptions,
@@ -271,11 +233,49 @@ fn start_supervised(
     }
 }
 
-pub fn check_posture(pid: i32, expect: &Expect) -> Result<()> {
+fn check_posture(pid: i32, expect: &Expect) -> Result<()> {
     let off =
         guard::posture(Path::new(&format!("/proc/{pid}")), expect).map_err(anyhow::Error::msg)?;
     if !off.is_empty() {
         bail!("posture check failed, not running: {}", off.join("; "));
     }
     Ok(())
+}
+
+/// Waits for `pid`, forwarding signals and enforcing `limits` (calling
+/// `kill` once one is exceeded). Returns how it ended, the limit that killed
+/// it, and the peak RSS seen.
+pub fn watch(
+    monitor: &Monitor,
+    pid: nix::unistd::Pid,
+    limits: Limits,
+    started_at: Instant,
+    kill: impl Fn(),
+) -> Result<(runsbx_runtime::monitor::Finished, Option<Reason>, u64)> {
+    let tick = match (limits.rss_limit, limits.timeout) {
+        (Some(_), _) => Some(guard::RSS_POLL),
+        (None, Some(t)) => Some(t.min(Duration::from_millis(100))),
+        (None, None) => None,
+    };
+    let mut peak = 0u64;
+    let mut killed_for = None;
+    let done = monitor.wait(pid, tick, || {
+        if let Some(limit) = limits.rss_limit {
+            if let Some(rss) = guard::rss(pid.as_raw()) {
+                peak = peak.max(rss);
+                if rss > limit {
+                    killed_for = Some(Reason::RssLimit);
+                }
+            }
+        }
+        if limits.timeout.is_some_and(|t| started_at.elapsed() >= t) {
+            killed_for.get_or_insert(Reason::Timeout);
+        }
+        if killed_for.is_some() {
+            kill();
+            return true;
+        }
+        false
+    })?;
+    Ok((done, killed_for, peak))
 }

@@ -334,7 +334,17 @@ fn direct(ctx: &Ctx, a: Sandbox) -> Result<u8> {
             bounding_may_remain: true,
             ..sandbox_posture()
         };
-        if let Err(e) = run::check_posture(pid.as_raw(), &expect) {
+        let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+        let checked = runsbx_runtime::guard::posture(&proc_dir, &expect)
+            .map_err(anyhow::Error::msg)
+            .and_then(|off| match off.is_empty() {
+                true => Ok(()),
+                false => Err(anyhow::anyhow!(
+                    "posture check failed, not running: {}",
+                    off.join("; ")
+                )),
+            });
+        if let Err(e) = checked {
             kill();
             let _ = nix::sys::wait::waitpid(pid, None);
             let _ = sup.finish(&Outcome::setup_failed(
@@ -349,7 +359,14 @@ fn direct(ctx: &Ctx, a: Sandbox) -> Result<u8> {
         fs::write(p, pid.as_raw().to_string())
             .with_context(|| format!("--pid-file {}", p.display()))?;
     }
-    sup.emit(serde_json::json!({ "event": "start", "pid": pid.as_raw() }));
+    if let Some(f) = sup.status_fd.as_mut() {
+        use std::io::Write;
+        let _ = writeln!(
+            f,
+            "{}",
+            serde_json::json!({ "event": "start", "pid": pid.as_raw() })
+        );
+    }
     let (done, killed_for, peak) = run::watch(&monitor, pid, sup.limits, started_at, kill)?;
     let outcome = Outcome::finished(pid.as_raw(), done, killed_for, peak, started_at.elapsed());
     sup.finish(&outcome)?;
