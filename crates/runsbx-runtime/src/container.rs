@@ -49,6 +49,8 @@ pub struct CreateOptions {
     /// Kill the workload (SIGKILL) when the runsbx process that created it
     /// dies: for foreground runs, so a killed supervisor leaves no workload.
     pub die_with_parent: bool,
+    /// Have seccomp and Landlock log denials to audit (`--report-denials`).
+    pub log_denials: bool,
 }
 
 #[derive(Debug, Default)]
@@ -198,6 +200,7 @@ impl Runtime {
             landlock: policy.landlock.clone(),
             report_fd: Some(report.raw_fd()),
             die_with_parent: opts.die_with_parent,
+            log_denials: opts.log_denials,
             resolved: Default::default(),
         };
         let built = self.build_init(&opts, &bundle, executor);
@@ -610,6 +613,7 @@ impl Runtime {
             landlock: sidecar.policy.landlock.clone(),
             report_fd: None,
             die_with_parent: false,
+            log_denials: false,
             resolved: Default::default(),
         };
         let lc = |e| RuntimeError::lc(format!("container {:?}", opts.id), e);
