@@ -351,7 +351,7 @@ impl Runtime {
         let c = self.load(id)?;
         let status = c.status();
         if all {
-            return self.signal_cgroup(&c, signal);
+            return signal_cgroup(id, &self.cgroup(&c)?, signal);
         }
         if !c.can_kill() {
             return Err(RuntimeError::WrongState {
@@ -414,9 +414,8 @@ impl Runtime {
         })
     }
 
-    fn wait_cgroup_empty(&self, c: &Container) {
+    fn wait_cgroup_empty(manager: &libcgroups::common::AnyCgroupManager) {
         use libcgroups::common::CgroupManager;
-        let Ok(manager) = self.cgroup(c) else { return };
         // Up to 5 s: the zombie of an init whose runsbx was killed stays in
         // the cgroup until the host's init reaps it, which can take a while
         // (about 2 s on the CI machine).
@@ -426,25 +425,6 @@ impl Runtime {
                 _ => return,
             }
         }
-    }
-
-    /// Freezes the cgroup so nothing forks meanwhile, signals every
-    /// process, thaws.
-    fn signal_cgroup(&self, c: &Container, signal: Signal) -> Result<()> {
-        use libcgroups::common::{CgroupManager, FreezerState};
-        let id = c.id();
-        let manager = self.cgroup(c)?;
-        let _ = manager.freeze(FreezerState::Frozen);
-        let pids = manager.get_all_pids();
-        if let Ok(pids) = &pids {
-            for pid in pids {
-                let _ = nix::sys::signal::kill(*pid, signal);
-            }
-        }
-        let thawed = manager.freeze(FreezerState::Thawed);
-        pids.map_err(|e| RuntimeError::Init(format!("kill {id}: cgroup: {e}")))?;
-        thawed.map_err(|e| RuntimeError::Init(format!("kill {id}: thaw: {e}")))?;
-        Ok(())
     }
 
     pub fn delete(&self, id: &str, force: bool) -> Result<()> {
@@ -495,20 +475,33 @@ impl Runtime {
                 wanted: "stopped or created (or --force)",
             });
         }
-        if status != ContainerStatus::Stopped {
+        // One manager for the whole delete: building one scans mountinfo
+        // once per controller.
+        let manager = match self.cgroup(&c) {
+            Ok(m) => Some(m),
+            Err(e) if status != ContainerStatus::Stopped => return Err(e),
+            Err(_) => None,
+        };
+        if let (false, Some(m)) = (status == ContainerStatus::Stopped, &manager) {
             // Kill everything first and wait for the cgroup to empty:
             // libcontainer removes the cgroup right after signalling, which
             // fails while the processes are still exiting.
-            self.signal_cgroup(&c, Signal::SIGKILL)?;
-        } else if force {
+            signal_cgroup(id, m, Signal::SIGKILL)?;
+        } else if let (true, Some(m)) = (force, &manager) {
             // "Stopped" can be wrong: a create killed before it recorded
             // init's pid reads as stopped while init waits for `start`.
-            // Best effort: a stopped container's cgroup may be gone.
-            let _ = self.signal_cgroup(&c, Signal::SIGKILL);
+            // Best effort: a stopped container's cgroup may be gone, and
+            // an empty one needs no freeze.
+            use libcgroups::common::CgroupManager;
+            if m.get_all_pids().is_ok_and(|p| !p.is_empty()) {
+                let _ = signal_cgroup(id, m, Signal::SIGKILL);
+            }
         }
         // Also when stopped: a dead init not yet reaped (its runsbx was
         // killed, the host's init reaps it later) still holds the cgroup.
-        self.wait_cgroup_empty(&c);
+        if let Some(m) = &manager {
+            Self::wait_cgroup_empty(m);
+        }
         // A zombie the host's init has not reaped yet keeps a v1 cgroup busy
         // even when no pid is listed: retry the removal for a while.
         let mut tries = 0;
@@ -718,6 +711,27 @@ fn kill_cgroup(id: &str, bundle: &Bundle) {
         id,
     );
     kill_cgroup_path(id, path);
+}
+
+/// Freezes the cgroup so nothing forks meanwhile, signals every process,
+/// thaws.
+fn signal_cgroup(
+    id: &str,
+    manager: &libcgroups::common::AnyCgroupManager,
+    signal: Signal,
+) -> Result<()> {
+    use libcgroups::common::{CgroupManager, FreezerState};
+    let _ = manager.freeze(FreezerState::Frozen);
+    let pids = manager.get_all_pids();
+    if let Ok(pids) = &pids {
+        for pid in pids {
+            let _ = nix::sys::signal::kill(*pid, signal);
+        }
+    }
+    let thawed = manager.freeze(FreezerState::Thawed);
+    pids.map_err(|e| RuntimeError::Init(format!("kill {id}: cgroup: {e}")))?;
+    thawed.map_err(|e| RuntimeError::Init(format!("kill {id}: thaw: {e}")))?;
+    Ok(())
 }
 
 fn kill_cgroup_path(id: &str, path: PathBuf) {
