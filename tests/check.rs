@@ -154,6 +154,38 @@ fn generated_bundle_has_no_weak_spots() {
         "{text}"
     );
     assert!(warnings(&text).is_empty(), "{text}");
+
+    // gen --explain prints the same explanation right away.
+    let again = env.tmp.path().join("gen2");
+    let explained = env.ok(&[
+        "--landlock-default",
+        "off",
+        "gen",
+        "--workdir",
+        &work,
+        "-o",
+        again.to_str().unwrap(),
+        "--explain",
+        "--",
+        "/bin/true",
+    ]);
+    let text2 = check_text(
+        &env,
+        &["--landlock-default", "off", again.to_str().unwrap()],
+    );
+    assert_eq!(explained, text2);
+    let json = env.ok(&[
+        "gen",
+        "--workdir",
+        &work,
+        "-o",
+        env.tmp.path().join("gen3").to_str().unwrap(),
+        "--explain=json",
+        "--",
+        "/bin/true",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).expect("gen --explain=json is JSON");
+    assert!(v["warnings"].as_array().is_some(), "{v:#}");
 }
 
 /// A busybox bundle with every layer: a user namespace mapping root to

@@ -49,6 +49,8 @@ pub struct CreateOptions {
     /// Kill the workload (SIGKILL) when the runsbx process that created it
     /// dies: for foreground runs, so a killed supervisor leaves no workload.
     pub die_with_parent: bool,
+    /// Have seccomp and Landlock log denials to audit (`--report-denials`).
+    pub log_denials: bool,
 }
 
 #[derive(Debug, Default)]
@@ -220,6 +222,7 @@ impl Runtime {
             landlock: policy.landlock.clone(),
             report_fd: Some(report.raw_fd()),
             die_with_parent: opts.die_with_parent,
+            log_denials: opts.log_denials,
             resolved: Default::default(),
             dumpable: rootless,
         };
@@ -372,7 +375,10 @@ impl Runtime {
         let c = self.load(id)?;
         let status = c.status();
         if all {
-            return self.signal_cgroup(&c, signal);
+            if read_starttime(&self.dir(id)).no_cgroup {
+                return signal_init(&c, signal);
+            }
+            return signal_cgroup(id, &self.cgroup(&c)?, signal);
         }
         if !c.can_kill() {
             return Err(RuntimeError::WrongState {
@@ -435,12 +441,8 @@ impl Runtime {
         })
     }
 
-    fn wait_cgroup_empty(&self, c: &Container) {
+    fn wait_cgroup_empty(manager: &libcgroups::common::AnyCgroupManager) {
         use libcgroups::common::CgroupManager;
-        if read_starttime(&self.dir(c.id())).no_cgroup {
-            return wait_init_gone(c);
-        }
-        let Ok(manager) = self.cgroup(c) else { return };
         // Up to 5 s: the zombie of an init whose runsbx was killed stays in
         // the cgroup until the host's init reaps it, which can take a while
         // (about 2 s on the CI machine).
@@ -450,28 +452,6 @@ impl Runtime {
                 _ => return,
             }
         }
-    }
-
-    /// Freezes the cgroup so nothing forks meanwhile, signals every
-    /// process, thaws.
-    fn signal_cgroup(&self, c: &Container, signal: Signal) -> Result<()> {
-        use libcgroups::common::{CgroupManager, FreezerState};
-        let id = c.id();
-        if read_starttime(&self.dir(id)).no_cgroup {
-            return signal_init(c, signal);
-        }
-        let manager = self.cgroup(c)?;
-        let _ = manager.freeze(FreezerState::Frozen);
-        let pids = manager.get_all_pids();
-        if let Ok(pids) = &pids {
-            for pid in pids {
-                let _ = nix::sys::signal::kill(*pid, signal);
-            }
-        }
-        let thawed = manager.freeze(FreezerState::Thawed);
-        pids.map_err(|e| RuntimeError::Init(format!("kill {id}: cgroup: {e}")))?;
-        thawed.map_err(|e| RuntimeError::Init(format!("kill {id}: thaw: {e}")))?;
-        Ok(())
     }
 
     pub fn delete(&self, id: &str, force: bool) -> Result<()> {
@@ -522,20 +502,43 @@ impl Runtime {
                 wanted: "stopped or created (or --force)",
             });
         }
-        if status != ContainerStatus::Stopped {
+        // A rootless container has no cgroup: its init stands for it (a
+        // SIGKILL to init ends its whole pid namespace; see rootless.rs).
+        let no_cgroup = read_starttime(&dir).no_cgroup;
+        if no_cgroup {
+            signal_init(&c, Signal::SIGKILL)?;
+            wait_init_gone(&c);
+        }
+        // One manager for the whole delete: building one scans mountinfo
+        // once per controller.
+        let manager = match no_cgroup {
+            true => None,
+            false => match self.cgroup(&c) {
+                Ok(m) => Some(m),
+                Err(e) if status != ContainerStatus::Stopped => return Err(e),
+                Err(_) => None,
+            },
+        };
+        if let (false, Some(m)) = (status == ContainerStatus::Stopped, &manager) {
             // Kill everything first and wait for the cgroup to empty:
             // libcontainer removes the cgroup right after signalling, which
             // fails while the processes are still exiting.
-            self.signal_cgroup(&c, Signal::SIGKILL)?;
-        } else if force {
+            signal_cgroup(id, m, Signal::SIGKILL)?;
+        } else if let (true, Some(m)) = (force, &manager) {
             // "Stopped" can be wrong: a create killed before it recorded
             // init's pid reads as stopped while init waits for `start`.
-            // Best effort: a stopped container's cgroup may be gone.
-            let _ = self.signal_cgroup(&c, Signal::SIGKILL);
+            // Best effort: a stopped container's cgroup may be gone, and
+            // an empty one needs no freeze.
+            use libcgroups::common::CgroupManager;
+            if m.get_all_pids().is_ok_and(|p| !p.is_empty()) {
+                let _ = signal_cgroup(id, m, Signal::SIGKILL);
+            }
         }
         // Also when stopped: a dead init not yet reaped (its runsbx was
         // killed, the host's init reaps it later) still holds the cgroup.
-        self.wait_cgroup_empty(&c);
+        if let Some(m) = &manager {
+            Self::wait_cgroup_empty(m);
+        }
         // A zombie the host's init has not reaped yet keeps a v1 cgroup busy
         // even when no pid is listed: retry the removal for a while.
         let mut tries = 0;
@@ -663,6 +666,7 @@ impl Runtime {
             landlock: sidecar.policy.landlock.clone(),
             report_fd: None,
             die_with_parent: false,
+            log_denials: false,
             resolved: Default::default(),
             dumpable: false,
         };
@@ -768,6 +772,27 @@ fn kill_cgroup(id: &str, bundle: &Bundle) {
         id,
     );
     kill_cgroup_path(id, path);
+}
+
+/// Freezes the cgroup so nothing forks meanwhile, signals every process,
+/// thaws.
+fn signal_cgroup(
+    id: &str,
+    manager: &libcgroups::common::AnyCgroupManager,
+    signal: Signal,
+) -> Result<()> {
+    use libcgroups::common::{CgroupManager, FreezerState};
+    let _ = manager.freeze(FreezerState::Frozen);
+    let pids = manager.get_all_pids();
+    if let Ok(pids) = &pids {
+        for pid in pids {
+            let _ = nix::sys::signal::kill(*pid, signal);
+        }
+    }
+    let thawed = manager.freeze(FreezerState::Thawed);
+    pids.map_err(|e| RuntimeError::Init(format!("kill {id}: cgroup: {e}")))?;
+    thawed.map_err(|e| RuntimeError::Init(format!("kill {id}: thaw: {e}")))?;
+    Ok(())
 }
 
 fn kill_cgroup_path(id: &str, path: PathBuf) {

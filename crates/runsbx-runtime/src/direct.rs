@@ -54,6 +54,7 @@ pub fn spawn(bundle: &Bundle, operator: &LandlockDefault) -> Result<Pid> {
         landlock: policy.landlock,
         report_fd: None,
         die_with_parent: true,
+        log_denials: false,
         resolved: Default::default(),
         dumpable: false,
     };

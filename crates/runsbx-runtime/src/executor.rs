@@ -39,6 +39,9 @@ pub struct SandboxExecutor {
     pub report_fd: Option<RawFd>,
     /// Set PR_SET_PDEATHSIG(SIGKILL) in init; it survives the exec.
     pub die_with_parent: bool,
+    /// `--report-denials`: seccomp and Landlock log what they refuse to
+    /// audit, where `crate::denials` reads it back.
+    pub log_denials: bool,
     /// The executable `validate` resolved, reused by `exec` (both run in
     /// the same init process): one PATH walk per start, not two.
     pub resolved: std::sync::OnceLock<(PathBuf, Vec<String>)>,
@@ -76,7 +79,7 @@ impl Executor for SandboxExecutor {
             ExecutorValidationError::ArgValidationError(format!("reopen /dev/null for stdio: {e}"))
         })?;
         for policy in &self.landlock {
-            let outcome = crate::landlock::enforce(policy)
+            let outcome = crate::landlock::enforce_logging(policy, self.log_denials)
                 .map_err(|e| ExecutorValidationError::ArgValidationError(e.to_string()))?;
             // Only with enableBestEffort can rights be dropped; say which.
             if !outcome.dropped.is_empty() {
@@ -126,7 +129,12 @@ impl SandboxExecutor {
             // a seccomp profile. Setuid binaries inside then gain nothing.
             nix::sys::prctl::set_no_new_privs()
                 .map_err(|e| format!("seccomp: setting no_new_privs: {e}"))?;
-            crate::sys::seccomp::load(program)
+            let mut program = std::borrow::Cow::Borrowed(program);
+            if self.log_denials {
+                // Every non-allow answer goes to audit, with pid and syscall.
+                program.to_mut().flags |= libc::SECCOMP_FILTER_FLAG_LOG as u32;
+            }
+            crate::sys::seccomp::load(&program)
                 .map_err(|e| format!("seccomp: loading the filter: {e}"))?;
         }
         let err = nix::unistd::execv(&cpath, &cargs).unwrap_err();

@@ -55,6 +55,9 @@ pub struct Outcome {
     pub cpu_system_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// `--report-denials`: what seccomp and Landlock refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub denials: Option<crate::denials::DenialReport>,
 }
 
 impl Outcome {
@@ -70,6 +73,7 @@ impl Outcome {
             cpu_user_ms: 0,
             cpu_system_ms: 0,
             message: Some(message),
+            denials: None,
         }
     }
 
@@ -99,6 +103,7 @@ impl Outcome {
             cpu_user_ms: done.usage.user.as_millis() as u64,
             cpu_system_ms: done.usage.system.as_millis() as u64,
             message: None,
+            denials: None,
         }
     }
 }

@@ -139,6 +139,18 @@ fn unavailable_reason(errno: nix::errno::Errno) -> &'static str {
 /// error either way. On a non-directory, rules keep only the rights that
 /// apply to files (the kernel rejects the others there; they would grant nothing).
 pub fn enforce(policy: &LandlockPolicy) -> Result<LandlockOutcome, EnforceError> {
+    enforce_logging(policy, false)
+}
+
+/// [`enforce`], and with `log_after_exec` (`--report-denials`) ask the kernel
+/// to keep logging denials to audit after the exec (ABI 7's
+/// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON`; without it Landlock logs only
+/// what the restricting program itself is denied). Ignored on older ABIs,
+/// where there is nothing to ask for: the report says so.
+pub fn enforce_logging(
+    policy: &LandlockPolicy,
+    log_after_exec: bool,
+) -> Result<LandlockOutcome, EnforceError> {
     policy.validate()?;
     let kernel_abi = kernel_abi();
     let dropped = policy.beyond_abi(kernel_abi.unwrap_or(0));
@@ -199,6 +211,9 @@ pub fn enforce(policy: &LandlockPolicy) -> Result<LandlockOutcome, EnforceError>
         ruleset = ruleset.scope(scopes(policy.scoped.iter().copied()))?;
     }
     let mut created = ruleset.create()?.no_new_privs(true);
+    if log_after_exec && crate::denials::landlock_can_log(kernel_abi) {
+        created = created.log_new_exec(true)?;
+    }
     for rule in path_rules {
         created = created.add_rule(rule)?;
     }

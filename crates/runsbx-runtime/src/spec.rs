@@ -21,6 +21,26 @@ pub struct Bundle {
     pub spec: Spec,
 }
 
+/// Why `raw` is not a Spec, with the path of the offending field
+/// (`linux.seccomp.syscalls[0].action`): the difference between a usable
+/// error and a riddle. Parsed again only on failure: path tracking doubles
+/// the deserializer's code, which every start would otherwise page in.
+#[cold]
+fn spec_error(raw: &serde_json::Value) -> RuntimeError {
+    match serde_path_to_error::deserialize::<_, Spec>(raw) {
+        Ok(_) => RuntimeError::Spec("config.json does not describe a container".into()),
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            if path == "." {
+                RuntimeError::Spec(inner.to_string())
+            } else {
+                RuntimeError::Spec(format!("{path}: {inner}"))
+            }
+        }
+    }
+}
+
 impl Bundle {
     pub fn load(dir: &Path) -> Result<Self> {
         let dir = fs::canonicalize(dir).map_err(|e| RuntimeError::Bundle {
@@ -43,17 +63,10 @@ impl Bundle {
             fs::read(&config).map_err(|e| RuntimeError::io(config.display().to_string(), e))?;
         let raw: serde_json::Value =
             serde_json::from_slice(&text).map_err(|e| RuntimeError::Spec(e.to_string()))?;
-        // The path of the offending field (`linux.seccomp.syscalls[0].action`)
-        // makes the difference between a usable error and a riddle.
-        let spec: Spec = serde_path_to_error::deserialize(&raw).map_err(|e| {
-            let path = e.path().to_string();
-            let inner = e.into_inner();
-            if path == "." {
-                RuntimeError::Spec(inner.to_string())
-            } else {
-                RuntimeError::Spec(format!("{path}: {inner}"))
-            }
-        })?;
+        let spec = match Spec::deserialize(&raw) {
+            Ok(spec) => spec,
+            Err(_) => return Err(spec_error(&raw)),
+        };
         let bundle = Self { dir, raw, spec };
         bundle.check()?;
         Ok(bundle)

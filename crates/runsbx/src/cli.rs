@@ -152,6 +152,10 @@ pub struct GuardFlags {
     /// Write the outcome as JSON to FILE when the run ends.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+    /// After the run, print what seccomp and Landlock denied, one line
+    /// each, from the kernel's audit records (needs root).
+    #[arg(long)]
+    pub report_denials: bool,
 }
 
 #[derive(Debug, Args)]
@@ -317,7 +321,7 @@ pub struct Sandbox {
     /// Weaker mode for hosts that forbid user namespaces: no namespaces and
     /// no container; CMD runs as the caller with Landlock, seccomp and
     /// no_new_privs only (see docs/rootless.md). Never chosen by itself.
-    #[arg(long, conflicts_with_all = ["memory", "pids_limit", "self_test", "id"])]
+    #[arg(long, conflicts_with_all = ["memory", "pids_limit", "self_test", "id", "report_denials"])]
     pub no_userns: bool,
 }
 
@@ -328,6 +332,11 @@ pub struct Gen {
     /// Bundle directory to write (must not exist or be empty).
     #[arg(short, long, value_name = "DIR")]
     pub output: PathBuf,
+    /// Then print the bundle's effective policy, as `runsbx check` does
+    /// (FORMAT: text, the default, or json).
+    #[arg(long, value_enum, value_name = "FORMAT", num_args = 0..=1,
+          default_missing_value = "text", require_equals = true)]
+    pub explain: Option<LogFormat>,
 }
 
 #[derive(Debug, Args)]

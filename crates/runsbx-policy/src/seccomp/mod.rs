@@ -87,7 +87,10 @@
 //! What this module does not cover: which syscalls a profile should allow (that is
 //! [`crate::profile`]), and loading (runtime `sys::seccomp`).
 
+mod eval;
 mod tables;
+
+pub use eval::Call;
 
 use std::collections::BTreeMap;
 
@@ -235,6 +238,22 @@ impl X86Arch {
                 .is_some_and(|(_, args)| args.contains(&index)),
         }
     }
+}
+
+/// The name of syscall `nr` as the kernel's audit records give it: an
+/// `AUDIT_ARCH_*` value and the number (x32 numbers carry their bit, as in
+/// the x32 table).
+pub fn syscall_name(audit_arch: u32, nr: u32) -> Option<&'static str> {
+    let arch = match audit_arch {
+        AUDIT_ARCH_X86_64 if nr & X32_SYSCALL_BIT != 0 => X86Arch::X32,
+        AUDIT_ARCH_X86_64 => X86Arch::X86_64,
+        AUDIT_ARCH_I386 => X86Arch::I386,
+        _ => return None,
+    };
+    arch.table()
+        .iter()
+        .find(|(_, n)| *n == nr)
+        .map(|(name, _)| *name)
 }
 
 fn known_anywhere(name: &str) -> bool {

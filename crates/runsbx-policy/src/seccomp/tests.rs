@@ -2,6 +2,7 @@
 //! that applies the kernel's rules (every filter runs, strongest action wins, the most
 //! recently installed wins ties). Loading into a real kernel is tested in
 //! `runsbx_runtime::sys::seccomp`.
+use super::eval::Call;
 use super::*;
 
 const ALLOW: u32 = libc::SECCOMP_RET_ALLOW;
@@ -11,13 +12,6 @@ const TRAP: u32 = libc::SECCOMP_RET_TRAP;
 const LOG: u32 = libc::SECCOMP_RET_LOG;
 fn errno(e: i32) -> u32 {
     libc::SECCOMP_RET_ERRNO | e as u32
-}
-
-/// A syscall as seccomp sees it.
-struct Call {
-    arch: u32,
-    nr: u32,
-    args: [u64; 6],
 }
 
 fn x64(name: &str, args: &[u64]) -> Call {
@@ -34,55 +28,9 @@ fn call(arch: u32, table: X86Arch, name: &str, args: &[u64]) -> Call {
     }
 }
 
-fn run_one(prog: &[sock_filter], c: &Call) -> u32 {
-    let load = |off: u32| -> u32 {
-        match off {
-            0 => c.nr,
-            4 => c.arch,
-            8 | 12 => 0,
-            o if (16..64).contains(&o) && o % 4 == 0 => {
-                let a = c.args[((o - 16) / 8) as usize];
-                if (o - 16) % 8 == 0 {
-                    a as u32
-                } else {
-                    (a >> 32) as u32
-                }
-            }
-            o => panic!("bad load offset {o}"),
-        }
-    };
-    let (mut acc, mut pc) = (0u32, 0usize);
-    loop {
-        let i = &prog[pc];
-        pc += 1;
-        match i.code {
-            0x20 => acc = load(i.k),
-            0x54 => acc &= i.k,
-            0x06 => return i.k,
-            0x05 => pc += i.k as usize,
-            0x15 | 0x25 | 0x35 | 0x45 => {
-                let t = match i.code {
-                    0x15 => acc == i.k,
-                    0x25 => acc > i.k,
-                    0x35 => acc >= i.k,
-                    _ => acc & i.k != 0,
-                };
-                pc += if t { i.jt } else { i.jf } as usize;
-            }
-            c => panic!("opcode {c:#x} not interpreted"),
-        }
-    }
-}
-
 fn run(p: &SeccompProgram, c: &Call) -> u32 {
-    let mut ret = ALLOW;
-    for f in p.filters.iter().rev() {
-        let r = run_one(f, c);
-        if precedence(r) < precedence(ret) {
-            ret = r;
-        }
-    }
-    ret
+    p.answer(c)
+        .expect("the interpreter knows every instruction")
 }
 
 fn profile(json: &str) -> LinuxSeccomp {
@@ -526,4 +474,14 @@ fn features_match_what_compile_accepts() {
         let j = format!(r#"{{"defaultAction":"SCMP_ACT_ALLOW","flags":["{fl}"]}}"#);
         assert!(compile(&profile(&j)).is_ok(), "{fl}");
     }
+}
+
+#[test]
+fn syscall_names_from_audit_records() {
+    assert_eq!(syscall_name(AUDIT_ARCH_X86_64, 41), Some("socket"));
+    assert_eq!(syscall_name(AUDIT_ARCH_X86_64, 257), Some("openat"));
+    assert_eq!(syscall_name(AUDIT_ARCH_X86_64, 0x4000_0027), Some("getpid"));
+    assert_eq!(syscall_name(AUDIT_ARCH_I386, 20), Some("getpid"));
+    assert_eq!(syscall_name(AUDIT_ARCH_X86_64, 99_999), None);
+    assert_eq!(syscall_name(0xc000_00b7, 0), None);
 }

@@ -1,5 +1,6 @@
 //! Every raw syscall and `unsafe` block of runsbx lives under this module,
 //! one file per kernel interface.
+pub mod audit;
 pub mod fds;
 pub mod landlock;
 pub mod memfd;

@@ -186,7 +186,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<u8> {
         Command::Features => features::run().map(|_| 0),
         Command::Spec(a) => spec::run(a).map(|_| 0),
         Command::Sandbox(a) => sandbox::sandbox(ctx, a),
-        Command::Gen(a) => sandbox::gen(a).map(|_| 0),
+        Command::Gen(a) => sandbox::gen(ctx, a).map(|_| 0),
         Command::Selftest(a) => selftest::run(ctx, a),
         Command::Check(a) => check::run(ctx, a).map(|_| 0),
     }

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use nix::sys::signal::Signal;
+use runsbx_runtime::denials::{DenialReport, Running, Watch};
 use runsbx_runtime::guard::{self, Expect, Limits, Outcome, Reason};
 use runsbx_runtime::monitor::Monitor;
 use runsbx_runtime::CreateOptions;
@@ -16,8 +17,12 @@ use crate::cli::{GuardFlags, Run};
 pub fn run(ctx: &Ctx, a: Run) -> Result<u8> {
     let opts = create::options(&a.id, &a.flags, a.detach);
     if a.detach {
-        if a.guard.timeout.is_some() || a.guard.rss_limit.is_some() || a.guard.report.is_some() {
-            bail!("--timeout, --rss-limit and --report need a foreground run (no --detach)");
+        let g = &a.guard;
+        if g.timeout.is_some() || g.rss_limit.is_some() || g.report.is_some() || g.report_denials {
+            bail!(
+                "--timeout, --rss-limit, --report and --report-denials need a foreground run \
+                 (no --detach)"
+            );
         }
         return detached(ctx, opts, a.flags.pidfd_socket.as_deref());
     }
@@ -56,6 +61,8 @@ pub struct Supervision {
     /// Signals to runsbx that SIGKILL the workload rather than being
     /// forwarded (`sandbox`: SIGTERM, SIGHUP; `run` forwards all, as runc).
     pub kill_on: Vec<Signal>,
+    /// `--report-denials`.
+    pub report_denials: bool,
 }
 
 impl Default for Supervision {
@@ -67,6 +74,7 @@ impl Default for Supervision {
             posture: None,
             setup_status: 1,
             kill_on: Vec::new(),
+            report_denials: false,
         }
     }
 }
@@ -93,6 +101,7 @@ impl Supervision {
             posture: None,
             setup_status: 1,
             kill_on: Vec::new(),
+            report_denials: g.report_denials,
         })
     }
 
@@ -145,23 +154,22 @@ fn status_file(fd: RawFd) -> Result<fs::File> {
 /// signal N), as runc.
 pub fn foreground(
     ctx: &Ctx,
-    opts: CreateOptions,
+    mut opts: CreateOptions,
     pidfd: Option<&Path>,
     keep: bool,
     mut sup: Supervision,
 ) -> Result<u8> {
     let started_at = Instant::now();
     let id = opts.id.clone();
-    let result = start_supervised(ctx, opts, pidfd, &mut sup);
+    let mut denials = Denials::prepare(ctx, &mut opts, sup.report_denials);
+    let result = start_supervised(ctx, opts, pidfd, &mut sup, &mut denials);
     let (pid, monitor) = match result {
         Ok(v) => v,
         Err(e) => {
             let status = sup.setup_status;
-            let _ = sup.finish(&Outcome::setup_failed(
-                format!("{e:#}"),
-                status,
-                started_at.elapsed(),
-            ));
+            let mut outcome = Outcome::setup_failed(format!("{e:#}"), status, started_at.elapsed());
+            outcome.denials = denials.finish();
+            let _ = sup.finish(&outcome);
             return Err(e);
         }
     };
@@ -173,7 +181,8 @@ pub fn foreground(
     if killed_for.is_none() && ctx.rt.oom_killed(&id) {
         killed_for = Some(Reason::Oom);
     }
-    let outcome = Outcome::finished(pid.as_raw(), done, killed_for, peak, started_at.elapsed());
+    let mut outcome = Outcome::finished(pid.as_raw(), done, killed_for, peak, started_at.elapsed());
+    outcome.denials = denials.finish();
     if !keep {
         ctx.rt.delete(&id, true)?;
     }
@@ -186,6 +195,7 @@ fn start_supervised(
     opts: CreateOptions,
     pidfd: Option<&Path>,
     sup: &mut Supervision,
+    denials: &mut Denials,
 ) -> Result<(nix::unistd::Pid, Monitor)> {
     let id = opts.id.clone();
     let opts = CreateOptions {
@@ -199,6 +209,8 @@ fn start_supervised(
         // Blocked only now that libcontainer has forked: init must not
         // inherit a blocked signal mask.
         let monitor = Monitor::new()?.kill_on(&sup.kill_on);
+        // Likewise a thread: none may run while libcontainer clones.
+        denials.start(pid.as_raw());
         send_pidfd(&c, pidfd)?;
         if let Some(expect) = &sup.posture {
             // Before start, init has everything but seccomp (loaded right
@@ -230,6 +242,63 @@ fn start_supervised(
             let _ = nix::sys::wait::waitpid(pid, None);
             Err(e)
         }
+    }
+}
+
+/// `--report-denials` over one foreground run.
+enum Denials {
+    Off,
+    /// Nothing can be reported on this host; the note says why.
+    Unavailable(String),
+    Ready(Watch),
+    Running(Running),
+}
+
+impl Denials {
+    /// Subscribes to the audit log before the container exists, and has
+    /// its layers log what they refuse.
+    fn prepare(ctx: &Ctx, opts: &mut CreateOptions, wanted: bool) -> Self {
+        if !wanted {
+            return Self::Off;
+        }
+        opts.log_denials = true;
+        // Which layers there are, for the notes; a bundle that does not
+        // validate is refused by create, with its own error.
+        let (landlock, seccomp) =
+            match runsbx_runtime::explain::validate(&opts.bundle, &ctx.rt.landlock_default) {
+                Ok(v) => (!v.policy.landlock.is_empty(), v.seccomp),
+                Err(_) => (true, None),
+            };
+        match Watch::open(landlock, seccomp) {
+            Ok(w) => Self::Ready(w),
+            Err(note) => Self::Unavailable(note),
+        }
+    }
+
+    /// Starts reading once init exists (`pid`), before it starts.
+    fn start(&mut self, pid: i32) {
+        if let Self::Ready(_) = self {
+            if let Self::Ready(w) = std::mem::replace(self, Self::Off) {
+                *self = Self::Running(w.start(pid));
+            }
+        }
+    }
+
+    /// Prints the report, one line each, and returns it for `--report`.
+    /// Nothing when no container was created.
+    fn finish(self) -> Option<DenialReport> {
+        let report = match self {
+            Self::Off | Self::Ready(_) => return None,
+            Self::Unavailable(note) => DenialReport {
+                denials: Vec::new(),
+                notes: vec![note],
+            },
+            Self::Running(r) => r.finish(),
+        };
+        for line in report.lines() {
+            eprintln!("runsbx: {line}");
+        }
+        Some(report)
     }
 }
 

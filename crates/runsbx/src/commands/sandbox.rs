@@ -233,13 +233,16 @@ fn parse_rlimit(arg: &str) -> Result<(String, u64, u64)> {
     Ok((name, num(soft)?, num(hard)?))
 }
 
-pub fn gen(a: Gen) -> Result<()> {
+pub fn gen(ctx: &Ctx, a: Gen) -> Result<()> {
     if a.flags.workdir.is_none() {
         bail!("gen needs --workdir: a generated bundle outlives this command");
     }
     let (config, _) = prepare(&a.flags, None)?;
     write_bundle(&a.output, &config)?;
     make_traversable(&a.output)?;
+    if let Some(format) = a.explain {
+        super::check::print(ctx, &a.output, format)?;
+    }
     Ok(())
 }
 
