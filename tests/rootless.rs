@@ -189,6 +189,21 @@ fn user_selftest_passes() {
     }
     let env = Env::any_user();
     assert_selftest_passes(&env, &probe_bin());
+    // The weaker mode, too: every escape still blocked without namespaces.
+    let probe = probe_bin();
+    let out = env.run(&[
+        "selftest",
+        "--no-userns",
+        "--probe",
+        probe.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        stdout(&out),
+        stderr_of(&out)
+    );
+    assert!(stdout(&out).contains("(--no-userns: without namespaces)"));
 }
 
 #[test]
@@ -460,6 +475,24 @@ fn root_forbidden_user_namespaces_give_the_clear_error_and_no_userns_still_confi
     assert!(
         stderr_of(&out).contains("--no-userns"),
         "{}",
+        stderr_of(&out)
+    );
+    // And the probe agrees, where no user namespace can be had.
+    let probe = probe_bin();
+    let out = blocked(
+        user,
+        &[
+            "selftest",
+            "--no-userns",
+            "--probe",
+            probe.to_str().unwrap(),
+        ],
+        &wd,
+    );
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        stdout(&out),
         stderr_of(&out)
     );
 }

@@ -17,6 +17,7 @@
 //! silently: only the explicit flag gets here.
 
 use std::convert::Infallible;
+use std::os::fd::{AsRawFd, OwnedFd};
 
 use libcontainer::oci_spec::runtime::Spec;
 use libcontainer::syscall::syscall::SyscallType;
@@ -28,11 +29,13 @@ use crate::error::{Result, RuntimeError};
 use crate::executor::SandboxExecutor;
 use crate::spec::{Bundle, SandboxPolicy};
 
-/// Starts the config's process on the host under Landlock, seccomp and
-/// no_new_privs; returns its PID once it has exec'd. Fails closed when the
-/// config lacks either layer or runsbx holds capabilities.
-pub fn spawn(bundle: &Bundle, operator: &LandlockDefault) -> Result<Pid> {
-    let refuse = |m: &str| RuntimeError::Init(format!("--no-userns: {m}; not running"));
+fn refuse(m: &str) -> RuntimeError {
+    RuntimeError::Init(format!("--no-userns: {m}; not running"))
+}
+
+/// Whether this process may use the mode at all: not as root, not holding
+/// capabilities.
+pub fn available() -> Result<()> {
     if !crate::rootless::active() {
         return Err(refuse(
             "root always gets namespaces; this mode is for ordinary users",
@@ -43,6 +46,19 @@ pub fn spawn(bundle: &Bundle, operator: &LandlockDefault) -> Result<Pid> {
     if let Some(caps) = held_capabilities() {
         return Err(refuse(&format!("runsbx holds capabilities ({caps})")));
     }
+    Ok(())
+}
+
+/// Starts the config's process on the host under Landlock, seccomp and
+/// no_new_privs, with `stdio` as its fds 0-2 (else runsbx's own); returns
+/// its PID once it has exec'd. Fails closed when the config lacks either
+/// layer or runsbx holds capabilities.
+pub fn spawn(
+    bundle: &Bundle,
+    operator: &LandlockDefault,
+    stdio: Option<[OwnedFd; 3]>,
+) -> Result<Pid> {
+    available()?;
     let policy = SandboxPolicy::from_bundle(bundle, operator)?;
     let seccomp = policy.compile_seccomp()?;
     if seccomp.is_none() || policy.landlock.is_empty() {
@@ -58,16 +74,27 @@ pub fn spawn(bundle: &Bundle, operator: &LandlockDefault) -> Result<Pid> {
         resolved: Default::default(),
         dumpable: false,
     };
-    crate::sys::spawn::spawn(|| child(&spec, &executor)).map_err(RuntimeError::Init)
+    let spawned = crate::sys::spawn::spawn(|| child(&spec, &executor, stdio.as_ref()));
+    // The parent's copies go now: a pipe on stdout then ends with the child.
+    drop(stdio);
+    spawned.map_err(RuntimeError::Init)
 }
 
 /// In the forked child: what libcontainer's init does before the Executor
 /// (for the parts that apply without namespaces), then the Executor.
-fn child(spec: &Spec, executor: &SandboxExecutor) -> std::result::Result<Infallible, String> {
+fn child(
+    spec: &Spec,
+    executor: &SandboxExecutor,
+    stdio: Option<&[OwnedFd; 3]>,
+) -> std::result::Result<Infallible, String> {
     let process = spec
         .process()
         .as_ref()
         .ok_or("config.json: process is missing")?;
+    for (target, fd) in stdio.into_iter().flatten().enumerate() {
+        nix::unistd::dup2(fd.as_raw_fd(), target as i32)
+            .map_err(|e| format!("dup2 stdio: {}", e.desc()))?;
+    }
     // Its own session: the workload cannot reach runsbx's terminal's
     // foreground job control (TIOCSTI is also denied by seccomp).
     nix::unistd::setsid().map_err(|e| format!("setsid: {}", e.desc()))?;

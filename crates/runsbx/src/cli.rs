@@ -348,6 +348,10 @@ pub struct Selftest {
     /// is bound into a copy of its config and run as its process.
     #[arg(long, value_name = "DIR")]
     pub bundle: Option<PathBuf>,
+    /// Test `sandbox --no-userns` (the weaker mode without namespaces)
+    /// instead of the default sandbox.
+    #[arg(long, conflicts_with = "bundle")]
+    pub no_userns: bool,
 }
 
 #[derive(Debug, Args)]

@@ -135,11 +135,11 @@ impl Command {
         match self {
             Command::Create(_)
             | Command::Run(_)
-            | Command::Selftest(_)
             | Command::Delete(_)
             | Command::Pause(_)
             | Command::Resume(_) => Shim::Fresh,
             Command::Sandbox(a) if !a.no_userns => Shim::Fresh,
+            Command::Selftest(a) if !a.no_userns => Shim::Fresh,
             Command::Exec(a) => Shim::Join(a.id.clone()),
             _ => Shim::None,
         }

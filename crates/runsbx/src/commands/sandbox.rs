@@ -289,6 +289,26 @@ pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
     Ok(status)
 }
 
+/// Runs a generated config's process without a container (see
+/// runsbx_runtime::direct); `stdio` replaces runsbx's own.
+pub fn spawn_direct(
+    ctx: &Ctx,
+    config: serde_json::Value,
+    stdio: Option<[std::os::fd::OwnedFd; 3]>,
+) -> Result<nix::unistd::Pid> {
+    let spec = serde_json::from_value(config.clone()).context("generated config")?;
+    let bundle = runsbx_runtime::spec::Bundle {
+        dir: std::env::temp_dir(),
+        raw: config,
+        spec,
+    };
+    Ok(runsbx_runtime::direct::spawn(
+        &bundle,
+        &ctx.rt.landlock_default,
+        stdio,
+    )?)
+}
+
 /// `sandbox --no-userns`: the same generated config, its process run on
 /// the host under Landlock, seccomp and no_new_privs alone (see
 /// runsbx_runtime::direct for what that does and does not hold).
@@ -297,21 +317,13 @@ fn direct(ctx: &Ctx, a: Sandbox) -> Result<u8> {
 
     use runsbx_runtime::guard::Outcome;
     use runsbx_runtime::monitor::Monitor;
-    use runsbx_runtime::spec::Bundle;
 
     let (config, workdir) = prepare(&a.flags, Some(&ctx.rt.root.join(".discovery")))?;
-    let spec = serde_json::from_value(config.clone()).context("generated config")?;
-    let bundle = Bundle {
-        dir: std::env::temp_dir(),
-        raw: config,
-        spec,
-    };
     let mut sup = run::Supervision::from_flags(&a.guard)?;
     let started_at = Instant::now();
-    let pid = match runsbx_runtime::direct::spawn(&bundle, &ctx.rt.landlock_default) {
+    let pid = match spawn_direct(ctx, config, None) {
         Ok(pid) => pid,
         Err(e) => {
-            let e = anyhow::Error::from(e);
             let _ = sup.finish(&Outcome::setup_failed(
                 format!("{e:#}"),
                 125,

@@ -84,6 +84,11 @@ fn find_probe(given: Option<&Path>) -> Result<PathBuf> {
 }
 
 pub fn run(ctx: &Ctx, a: Selftest) -> Result<u8> {
+    if a.no_userns {
+        check_direct(ctx, a.probe.as_deref())?;
+        println!("selftest passed: every escape was blocked (--no-userns: without namespaces)");
+        return Ok(0);
+    }
     check(ctx, a.probe.as_deref(), a.bundle.as_deref(), true)?;
     println!("selftest passed: every escape was blocked");
     Ok(0)
@@ -122,13 +127,11 @@ pub fn check(
         Some(dir) => Materialized::plain(copy_with_probe(dir, &probe, &command, &work.0)?),
     };
 
-    let (read_end, write_end) = nix::unistd::pipe().context("pipe")?;
-    let null: OwnedFd = fs::File::open("/dev/null")?.into();
-    let stderr: OwnedFd = std::os::fd::AsFd::as_fd(&std::io::stderr()).try_clone_to_owned()?;
+    let (read_end, stdio) = captured_stdio()?;
     let opts = CreateOptions {
         id: format!("selftest-{}", std::process::id()),
         bundle: bundle.dir.0.clone(),
-        stdio: Some([null, write_end, stderr]),
+        stdio: Some(stdio),
         ..Default::default()
     };
     let sup = run::Supervision {
@@ -139,14 +142,64 @@ pub fn check(
     let mut output = String::new();
     fs::File::from(read_end).read_to_string(&mut output)?;
     let status = status?;
+    judge(&checks, &output, i32::from(status), verbose)
+}
 
+/// `selftest --no-userns`: the probe under the default policy, run the way
+/// `sandbox --no-userns` runs a command (runsbx_runtime::direct).
+fn check_direct(ctx: &Ctx, probe: Option<&Path>) -> Result<()> {
+    runsbx_runtime::direct::available()?;
+    let probe = find_probe(probe)?;
+    let work = sandbox::private_dir("runsbx-selftest-", None)?;
+    let checks = checks(&work.0);
+    let mut command = vec![probe.display().to_string()];
+    command.extend(checks.iter().map(|(c, _)| c.clone()));
+    let flags = SandboxFlags {
+        workdir: Some(work.0.clone()),
+        ro: Vec::new(),
+        env: Vec::new(),
+        rlimit: Vec::new(),
+        command,
+    };
+    let (config, _) = sandbox::prepare(&flags, None)?;
+    let (read_end, stdio) = captured_stdio()?;
+    let pid = sandbox::spawn_direct(ctx, config, Some(stdio))?;
+    let mut output = String::new();
+    let read = fs::File::from(read_end).read_to_string(&mut output);
+    use nix::sys::wait::{waitpid, WaitStatus};
+    let status = match waitpid(pid, None).context("wait for the probe")? {
+        WaitStatus::Exited(_, code) => code,
+        WaitStatus::Signaled(_, sig, _) => 128 + sig as i32,
+        _ => 1,
+    };
+    read?;
+    judge(&checks, &output, status, true)
+}
+
+/// The probe's stdin (/dev/null), stdout (a pipe whose read end comes
+/// first) and stderr (runsbx's).
+fn captured_stdio() -> Result<(OwnedFd, [OwnedFd; 3])> {
+    let (read_end, write_end) = nix::unistd::pipe().context("pipe")?;
+    let null: OwnedFd = fs::File::open("/dev/null")?.into();
+    let stderr: OwnedFd = std::os::fd::AsFd::as_fd(&std::io::stderr()).try_clone_to_owned()?;
+    Ok((read_end, [null, write_end, stderr]))
+}
+
+/// Fails, naming the checks, unless the probe reported every escape as
+/// blocked and exited 0.
+fn judge(
+    checks: &[(String, &'static str)],
+    output: &str,
+    status: i32,
+    verbose: bool,
+) -> Result<()> {
     let results: Vec<Value> = output
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
     let mut failed = Vec::new();
     let mut report = String::new();
-    for (check, meaning) in &checks {
+    for (check, meaning) in checks {
         if meaning.is_empty() {
             continue; // set-up step for the next check
         }
