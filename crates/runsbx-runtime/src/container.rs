@@ -505,7 +505,7 @@ impl Runtime {
         // A rootless container has no cgroup: its init stands for it (a
         // SIGKILL to init ends its whole pid namespace; see rootless.rs).
         let no_cgroup = read_starttime(&dir).no_cgroup;
-        if no_cgroup {
+        if no_cgroup && status != ContainerStatus::Stopped {
             signal_init(&c, Signal::SIGKILL)?;
             wait_init_gone(&c);
         }
