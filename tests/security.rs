@@ -355,6 +355,77 @@ fn cve_2019_5736_exec_runs_from_a_sealed_copy() {
     env.ok(&["delete", "--force", &id]);
 }
 
+/// A process exec'd into a container with a user namespace is that
+/// namespace's root, as init is: mapped to host uid 100000 here, never host
+/// root (libcontainer alone leaves it in the host's user namespace).
+#[test]
+fn exec_into_a_user_namespace_is_not_host_root() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    let mut b = env.bundle("userns", &["sleep", "100"]);
+    let map = json!([{ "containerID": 0, "hostID": 100000, "size": 65536 }]);
+    b.config["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "type": "user" }));
+    b.config["linux"]["uidMappings"] = map.clone();
+    b.config["linux"]["gidMappings"] = map;
+    b.save();
+    // The mapped root must be able to traverse to and read its rootfs.
+    for entry in walk(&b.dir.join("rootfs")) {
+        let _ = nix::unistd::fchownat(
+            None,
+            &entry,
+            Some(100000.into()),
+            Some(100000.into()),
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        );
+    }
+    let id = unique_id("userns");
+    env.ok(&["run", "-d", "--bundle", b.path(), &id]);
+    let pid_file = env.tmp.path().join("exec.pid");
+    env.ok(&[
+        "exec",
+        "-d",
+        "--pid-file",
+        pid_file.to_str().unwrap(),
+        &id,
+        "sleep",
+        "30",
+    ]);
+    let pid = fs::read_to_string(&pid_file).unwrap().trim().to_string();
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let uid_line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+    assert_eq!(
+        uid_line.split_whitespace().nth(1),
+        Some("100000"),
+        "the exec'd process runs as {uid_line:?} on the host"
+    );
+    let ns = |p: &str| fs::read_link(format!("/proc/{p}/ns/user")).unwrap();
+    let init = env.state(&id)["pid"].to_string();
+    assert_eq!(
+        ns(&pid),
+        ns(&init),
+        "exec'd process outside init's user namespace"
+    );
+    env.ok(&["delete", "--force", &id]);
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    if let Ok(rd) = fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
 /// CVE-2019-5736 from `runsbx sandbox`: the workload shares nothing with the
 /// host, so it cannot find a runtime process to write through: /proc is not
 /// listable (Landlock), its own pid namespace has no pid but its own, and

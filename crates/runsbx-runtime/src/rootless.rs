@@ -72,6 +72,18 @@ pub fn join_shim(pid: i32) -> Result<()> {
     }
 }
 
+/// For `exec` as root: see sys::userns::join_as_root. Fails closed: the
+/// process must not run outside the container's user namespace.
+pub fn join_as_root(pid: i32) -> Result<()> {
+    userns::join_as_root(pid).map(|_| ()).map_err(|e| {
+        let (what, errno) = match e {
+            ShimError::Refused(n) => ("join the container's user namespace", n),
+            ShimError::Step(w, n) => (w, n),
+        };
+        RuntimeError::Init(format!("exec: {what}: {}; not running", errno.desc()))
+    })
+}
+
 pub fn require_shim() -> Result<()> {
     match IN_SHIM.get() {
         Some(()) => Ok(()),

@@ -94,6 +94,39 @@ pub fn join(pid: i32, uid: u32) -> Result<bool, ShimError> {
     Ok(true)
 }
 
+/// For `exec` as root: joins the user namespace of `pid` (a container's
+/// init) when it is not runsbx's own, and nothing else. Returns whether it
+/// joined.
+///
+/// Stops: a process exec'd into a container with a user namespace running
+/// as host root. libcontainer 0.7 joins a container's other namespaces but
+/// not its user namespace, so the new process stayed in the host's, where
+/// the container's uid 0 is the real root: every file its mounts expose
+/// was open to it as root. Joined first, uid 0 is the container's root,
+/// mapped as init's is. runsbx keeps host uid 0 for file access (its state
+/// dir, the container's cgroup), but holds capabilities only in the
+/// container's namespace; it is made non-dumpable so that the container's
+/// processes, now in its user namespace, cannot trace it or read its fds.
+pub fn join_as_root(pid: i32) -> Result<bool, ShimError> {
+    let ns = File::open(format!("/proc/{pid}/ns/user"))
+        .map_err(|e| ShimError::Step("open the container's user namespace", io_errno(&e)))?;
+    let theirs = std::fs::metadata(format!("/proc/{pid}/ns/user"))
+        .map_err(|e| ShimError::Step("stat the container's user namespace", io_errno(&e)))?;
+    let ours = std::fs::metadata("/proc/self/ns/user")
+        .map_err(|e| ShimError::Step("stat runsbx's user namespace", io_errno(&e)))?;
+    use std::os::unix::fs::MetadataExt;
+    if (theirs.dev(), theirs.ino()) == (ours.dev(), ours.ino()) {
+        return Ok(false);
+    }
+    // Non-dumpable before the join, so there is no moment in which the
+    // container's root could attach.
+    nix::sys::prctl::set_dumpable(false)
+        .map_err(|e| ShimError::Step("make runsbx non-dumpable", e))?;
+    setns(&ns, CloneFlags::CLONE_NEWUSER)
+        .map_err(|e| ShimError::Step("join the container's user namespace", e))?;
+    Ok(true)
+}
+
 fn io_errno(e: &std::io::Error) -> Errno {
     Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))
 }

@@ -152,6 +152,13 @@ impl Command {
 /// would drop the namespace's capabilities).
 fn enter_rootless(ctx: &Ctx, command: &Command) -> Result<()> {
     if !runsbx_runtime::rootless::active() {
+        // Root: `exec` must still enter the container's user namespace.
+        if let Shim::Join(id) = command.shim() {
+            let state = ctx.rt.state(&id)?;
+            if state.pid != 0 {
+                runsbx_runtime::rootless::join_as_root(state.pid)?;
+            }
+        }
         return Ok(());
     }
     match command.shim() {
