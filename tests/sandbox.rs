@@ -393,3 +393,57 @@ fn sigterm_to_runsbx_stops_the_sandbox() {
     assert_eq!(r["reason"], "signaled");
     assert_nothing_left(&env);
 }
+
+/// Waits until the pid file names a live python3; returns its pid.
+fn wait_for_python(pid_file: &std::path::Path) -> i32 {
+    for _ in 0..1000 {
+        let pid = fs::read_to_string(pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok());
+        if let Some(p) = pid.filter(|p| {
+            fs::read_link(format!("/proc/{p}/exe"))
+                .is_ok_and(|e| e.to_string_lossy().contains("python3"))
+        }) {
+            return p;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("the sandboxed python3 never started");
+}
+
+/// A sandbox that asks for no limit runs without a cgroup (root's fast
+/// path); one with --pids-limit gets its cgroup. Either way SIGKILL to the
+/// workload, `--timeout` and the clean-up work.
+#[test]
+fn a_sandbox_without_limits_has_no_cgroup() {
+    let env = Env::new();
+    for (flags, cgroup) in [(&[][..], false), (&["--pids-limit", "16"][..], true)] {
+        let id = unique_id("nocg");
+        let pid_file = env.tmp.path().join(format!("{id}.pid"));
+        let mut child = env
+            .cmd()
+            .args(["sandbox", "--id", &id, "--timeout", "20s", "--pid-file"])
+            .arg(&pid_file)
+            .args(flags)
+            .args(["--", "python3", "-c", "import time; time.sleep(60)"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = wait_for_python(&pid_file);
+        let found = cgroups_named(&id);
+        assert_eq!(!found.is_empty(), cgroup, "{flags:?}: cgroups {found:?}");
+        let ps = env.run(&["ps", "--format", "json", &id]);
+        assert_eq!(ps.status.success(), cgroup, "{flags:?}: {}", stderr_of(&ps));
+        if !cgroup {
+            assert_one_line_error(&ps, "has no cgroup");
+        }
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        assert_eq!(child.wait().unwrap().code(), Some(137), "{flags:?}");
+        assert!(cgroups_named(&id).is_empty(), "{flags:?}: cgroup left");
+    }
+    assert_nothing_left(&env);
+}

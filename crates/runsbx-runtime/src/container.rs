@@ -49,6 +49,10 @@ pub struct CreateOptions {
     /// Kill the workload (SIGKILL) when the runsbx process that created it
     /// dies: for foreground runs, so a killed supervisor leaves no workload.
     pub die_with_parent: bool,
+    /// The caller supervises the container to its end (foreground `run`,
+    /// `sandbox`): a container that needs no cgroup may run without one
+    /// (see `needs_no_cgroup`).
+    pub foreground: bool,
     /// Have seccomp and Landlock log denials to audit (`--report-denials`).
     pub log_denials: bool,
 }
@@ -193,6 +197,10 @@ impl Runtime {
             check_parent_dir(p, "--pid-file")?;
         }
         let rootless = crate::rootless::active();
+        // Root's fast path: cgroup set-up and removal are a third of a
+        // container's start on a v1 host, and a foreground container that
+        // asks for no limit needs none (see `needs_no_cgroup`).
+        let cgroup_free = !rootless && opts.foreground && needs_no_cgroup(&bundle.spec);
         if rootless {
             crate::rootless::require_shim()?;
             crate::rootless::check_spec(
@@ -216,6 +224,10 @@ impl Runtime {
             )?),
             false => None,
         };
+        if cgroup_free {
+            crate::premount::without_cgroups()?;
+            tracing::debug!("{}: needs no cgroup; running without one", opts.id);
+        }
         let report = PendingReport::new(&self.root, &opts.id)?;
         let executor = SandboxExecutor {
             seccomp,
@@ -243,7 +255,7 @@ impl Runtime {
             let sidecar = Sidecar {
                 starttime: container.pid().and_then(|p| proc_starttime(p.as_raw())),
                 policy,
-                no_cgroup: rootless,
+                no_cgroup: rootless || cgroup_free,
             };
             write_sidecar(&dir, &sidecar)
         };
@@ -963,8 +975,50 @@ struct SidecarHead {
 
 fn no_cgroup(id: &str, what: &str) -> RuntimeError {
     RuntimeError::Init(format!(
-        "container {id:?} has no cgroup to {what} (made by a rootless runsbx; see docs/rootless.md)"
+        "container {id:?} has no cgroup to {what} (made by a rootless runsbx, or a foreground run \
+         that needed none; see docs/runsbx.1.md, \"Cgroups\")"
     ))
+}
+
+/// Whether a container can do without a cgroup, with nothing lost:
+/// - its own pid namespace: SIGKILL to init ends every process in it, so
+///   kill and delete need no cgroup to find them;
+/// - its own user namespace mapping neither host uid 0 nor gid 0: device
+///   nodes cannot be created in it and the host's are closed to it by their
+///   owners, which is what the devices controller would enforce;
+/// - no `linux.resources` (no limit to hold, no device rule), no
+///   `cgroupsPath` (nobody expects a cgroup at a place), no cgroup mount.
+pub fn needs_no_cgroup(spec: &libcontainer::oci_spec::runtime::Spec) -> bool {
+    use libcontainer::oci_spec::runtime::LinuxNamespaceType as Ns;
+    let Some(linux) = spec.linux() else {
+        return false;
+    };
+    let own = |t: Ns| {
+        linux
+            .namespaces()
+            .iter()
+            .flatten()
+            .any(|n| n.typ() == t && n.path().is_none())
+    };
+    let maps_host_root = |maps: &Option<Vec<libcontainer::oci_spec::runtime::LinuxIdMapping>>| {
+        maps.iter()
+            .flatten()
+            .any(|m| m.host_id() == 0 || m.size() == 0)
+    };
+    let cgroup_mount = spec.mounts().iter().flatten().any(|m| {
+        matches!(m.typ().as_deref(), Some("cgroup") | Some("cgroup2"))
+            || m.source()
+                .as_ref()
+                .is_some_and(|s| s.starts_with("/sys/fs/cgroup"))
+    });
+    own(Ns::Pid)
+        && own(Ns::User)
+        && !maps_host_root(linux.uid_mappings())
+        && !maps_host_root(linux.gid_mappings())
+        && linux.uid_mappings().as_ref().is_some_and(|m| !m.is_empty())
+        && linux.resources().is_none()
+        && linux.cgroups_path().is_none()
+        && !cgroup_mount
 }
 
 /// `kill --all` and `delete` of a container without a cgroup: signal its

@@ -57,6 +57,34 @@ pub fn scratch(dir: &Path) -> Result<Scratch> {
     })
 }
 
+/// Moves the calling process into a private mount namespace in which no
+/// cgroup filesystem is mounted: /sys/fs/cgroup is detached (with every
+/// controller beneath it) and covered by an empty read-only tmpfs.
+/// libcontainer then finds no controller and runs the container without a
+/// cgroup, skipping the per-controller directories, writes and mountinfo
+/// scans of cgroup set-up and removal. Only for containers that need no
+/// cgroup (see `Runtime::create`); the host's cgroups are untouched.
+pub fn without_cgroups() -> Result<()> {
+    unshare(CloneFlags::CLONE_NEWNS)
+        .map_err(|e| RuntimeError::sys("unshare mount namespace", e))?;
+    mount::<str, str, str, str>(None, "/", None, MsFlags::MS_REC | MsFlags::MS_SLAVE, None)
+        .map_err(|e| RuntimeError::sys("make / a slave mount", e))?;
+    let dir = Path::new("/sys/fs/cgroup");
+    match nix::mount::umount2(dir, nix::mount::MntFlags::MNT_DETACH) {
+        // EINVAL: nothing mounted there (a host without cgroups).
+        Ok(()) | Err(nix::errno::Errno::EINVAL) => {}
+        Err(e) => return Err(RuntimeError::sys("detach /sys/fs/cgroup", e)),
+    }
+    mount::<str, Path, str, str>(
+        Some("none"),
+        dir,
+        Some("tmpfs"),
+        MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        Some("size=4k,mode=0555"),
+    )
+    .map_err(|e| RuntimeError::sys("mount an empty tmpfs on /sys/fs/cgroup", e))
+}
+
 /// Binds each host path at the same place under `rootfs`, read-only, in
 /// the current (private) mount namespace. Mount points must exist; parents
 /// are bound before children.

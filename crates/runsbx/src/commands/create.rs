@@ -15,6 +15,7 @@ pub fn options(id: &str, f: &CreateFlags, detach: bool) -> CreateOptions {
         detach,
         stdio: None,
         die_with_parent: false,
+        foreground: false,
         log_denials: false,
     }
 }

@@ -201,6 +201,7 @@ fn start_supervised(
     let opts = CreateOptions {
         // If runsbx is killed, its foreground workload dies with it.
         die_with_parent: true,
+        foreground: true,
         ..opts
     };
     let c = ctx.rt.create(opts)?;
