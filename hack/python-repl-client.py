@@ -6,7 +6,7 @@ any answer is wrong (or the sandbox does not start or exit cleanly).
 Usage:
   hack/python-repl-client.py [--runsbx PATH] [--python NAME] [--bare] [-- RUNSBX_SANDBOX_FLAGS...]
 
-  --runsbx PATH   the runsbx binary (default: target/debug/runsbx, else runsbx on PATH)
+  --runsbx PATH   the runsbx binary (default: target/x86_64-unknown-linux-gnu/debug/runsbx, else runsbx on PATH)
   --python NAME   interpreter command to run inside (default: python3)
   --bare          run the driver without runsbx (to test the driver and this client)
   flags after --  passed to `runsbx sandbox` before its own `--`
@@ -77,7 +77,7 @@ SANDBOX_ONLY = [
 def find_runsbx(explicit):
     if explicit:
         return explicit
-    local = os.path.join(REPO, "target", "debug", "runsbx")
+    local = os.path.join(REPO, "target", "x86_64-unknown-linux-gnu", "debug", "runsbx")
     return local if os.access(local, os.X_OK) else shutil.which("runsbx")
 
 

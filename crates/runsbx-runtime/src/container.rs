@@ -522,8 +522,11 @@ impl Runtime {
             wait_init_gone(&c);
         }
         // One manager for the whole delete: building one scans mountinfo
-        // once per controller.
-        let manager = match no_cgroup {
+        // once per controller. None for a plain delete of a stopped
+        // container: libcontainer's removal kills what is left and retries,
+        // and so does the loop below.
+        let plain_stopped = status == ContainerStatus::Stopped && !force;
+        let manager = match no_cgroup || plain_stopped {
             true => None,
             false => match self.cgroup(&c) {
                 Ok(m) => Some(m),

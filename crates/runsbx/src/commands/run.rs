@@ -184,7 +184,12 @@ pub fn foreground(
     let mut outcome = Outcome::finished(pid.as_raw(), done, killed_for, peak, started_at.elapsed());
     outcome.denials = denials.finish();
     if !keep {
-        ctx.rt.delete(&id, true)?;
+        // init is reaped, so the container is stopped: a plain delete, with
+        // --force only if the state says otherwise.
+        match ctx.rt.delete(&id, false) {
+            Err(runsbx_runtime::RuntimeError::WrongState { .. }) => ctx.rt.delete(&id, true)?,
+            other => other?,
+        }
     }
     sup.finish(&outcome)?;
     Ok(outcome.status.clamp(0, 255) as u8)
@@ -225,13 +230,19 @@ fn start_supervised(
         ctx.rt.start(&id)?;
         if let Some(expect) = &sup.posture {
             // After start the workload has exec'd; if it already exited
-            // there is nothing left to check or to stop.
+            // there is nothing left to check or to stop. It may also exit
+            // during the check (a zombie has no namespace links): a failure
+            // then stands only if it is still alive afterwards.
             if guard::rss(pid.as_raw()).is_some() {
                 let after = Expect {
                     max_fd: None,
                     ..expect.clone()
                 };
-                check_posture(pid.as_raw(), &after)?;
+                if let Err(e) = check_posture(pid.as_raw(), &after) {
+                    if guard::rss(pid.as_raw()).is_some() {
+                        return Err(e);
+                    }
+                }
             }
         }
         Ok(monitor)

@@ -70,6 +70,9 @@ fn find_probe(given: Option<&Path>) -> Result<PathBuf> {
     let mut candidates: Vec<PathBuf> = Vec::new();
     if let Some(dir) = argv0.parent().filter(|d| !d.as_os_str().is_empty()) {
         candidates.push(dir.join("runsbx-probe"));
+        // A checkout: the binary in target/<triple>/<profile>/, the probe
+        // in target/probe/ (hack/build-probe).
+        candidates.push(dir.join("../../probe/runsbx-probe"));
         candidates.push(dir.join("../probe/runsbx-probe"));
     }
 
