@@ -88,6 +88,11 @@ struct Sidecar {
     /// delete find its processes through init (see rootless.rs).
     #[serde(default)]
     no_cgroup: bool,
+    /// Made by a rootless runsbx with a delegated cgroup: the container's
+    /// cgroup, absolute in the cgroup v2 hierarchy (delegation.rs). Later
+    /// commands show its parent in their shim, as the create saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cgroup: Option<String>,
 }
 
 /// The runtime-spec state of a container, with runc's extra fields.
@@ -201,12 +206,14 @@ impl Runtime {
         // container's start on a v1 host, and a foreground container that
         // asks for no limit needs none (see `needs_no_cgroup`).
         let cgroup_free = !rootless && opts.foreground && needs_no_cgroup(&bundle.spec);
+        let delegated = crate::rootless::delegated().filter(|_| rootless);
         if rootless {
             crate::rootless::require_shim()?;
             crate::rootless::check_spec(
                 &bundle.spec,
                 nix::unistd::geteuid().as_raw(),
                 nix::unistd::getegid().as_raw(),
+                delegated,
             )?;
         }
         self.ensure_root()?;
@@ -214,6 +221,19 @@ impl Runtime {
         let dir = self.dir(&opts.id);
         if dir.exists() {
             return Err(RuntimeError::Exists(opts.id));
+        }
+        if let Some(d) = delegated {
+            // Stops: a container joining a cgroup that holds another's
+            // processes (the same id under another --root, or one left by a
+            // runsbx killed half-way), which its delete would then kill.
+            let shim = Path::new("/sys/fs/cgroup").join(crate::delegation::child_name(&opts.id));
+            if fs::symlink_metadata(&shim).is_ok() {
+                return Err(RuntimeError::Init(format!(
+                    "rootless: cgroup {} already exists (another container of this id, or left \
+                     by a killed runsbx: rmdir it once empty)",
+                    d.container_cgroup(&opts.id)
+                )));
+            }
         }
         let _view = match rootless {
             true => Some(crate::rootless::ConfigView::bind(
@@ -246,7 +266,14 @@ impl Runtime {
                 // libcontainer leaves its state dir behind when it fails
                 // before its own clean-up runs (spec or console errors).
                 self.remove_leftovers(&opts.id, &dir);
-                kill_cgroup(&opts.id, &bundle);
+                match delegated {
+                    // The path libcontainer was shown (ConfigView).
+                    Some(_) => kill_cgroup_path(
+                        &opts.id,
+                        PathBuf::from(crate::delegation::shim_path(&opts.id)),
+                    ),
+                    None => kill_cgroup(&opts.id, &bundle),
+                }
                 return Err(e);
             }
         };
@@ -255,7 +282,8 @@ impl Runtime {
             let sidecar = Sidecar {
                 starttime: container.pid().and_then(|p| proc_starttime(p.as_raw())),
                 policy,
-                no_cgroup: rootless || cgroup_free,
+                no_cgroup: (rootless && delegated.is_none()) || cgroup_free,
+                cgroup: delegated.map(|d| d.container_cgroup(&opts.id)),
             };
             write_sidecar(&dir, &sidecar)
         };
@@ -310,6 +338,13 @@ impl Runtime {
         }
         let _ = fs::remove_dir_all(dir);
         tracing::debug!(id, "removed a partly created container");
+    }
+
+    /// The cgroup a rootless container has in a delegated subtree, as its
+    /// runsbx.json records it (`None`: none, or not found).
+    pub fn delegated_cgroup(&self, id: &str) -> Option<String> {
+        validate_id(id).ok()?;
+        read_starttime(&self.dir(id)).cgroup
     }
 
     /// Loads a container and brings its status up to date, including the
@@ -971,6 +1006,8 @@ struct SidecarHead {
     starttime: Option<u64>,
     #[serde(default)]
     no_cgroup: bool,
+    #[serde(default)]
+    cgroup: Option<String>,
 }
 
 fn no_cgroup(id: &str, what: &str) -> RuntimeError {
