@@ -516,7 +516,9 @@ struct Delegated {
 impl Delegated {
     fn make(user: (u32, u32)) -> Option<Self> {
         let mount = runsbx_runtime::delegation::v2_mount()?;
-        let name = format!("runsbx-test-deleg-{}", std::process::id());
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let name = format!("runsbx-test-deleg-{}-{n}", std::process::id());
         let dir = mount.join(&name);
         fs::create_dir(&dir).unwrap();
         let d = Self {
@@ -694,13 +696,16 @@ fn root_delegated_cgroup_v2_subtree_holds_the_container_and_is_cleaned_up() {
     let b = bundle.to_str().unwrap();
     // Not piped: the detached workload would hold the pipes open.
     let err = env.tmp.path().join("run-d.err");
-    let status = as_user_in(Some(&deleg), user, &["run", "-d", "--bundle", b, &id], &wd)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(fs::File::create(&err).unwrap())
-        .status()
-        .unwrap();
-    assert!(status.success(), "{}", fs::read_to_string(&err).unwrap());
+    let run_d = |cgroup: &Delegated, id: &str| {
+        let status = as_user_in(Some(cgroup), user, &["run", "-d", "--bundle", b, id], &wd)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(fs::File::create(&err).unwrap())
+            .status()
+            .unwrap();
+        assert!(status.success(), "{}", fs::read_to_string(&err).unwrap());
+    };
+    run_d(&deleg, &id);
     let pid = first_pid_in(&child);
     assert_eq!(v2_cgroup_of(&pid), format!("{}/runsbx-{id}", deleg.path));
     let outside = |args: &[&str]| as_user_in(None, user, args, &wd).output().unwrap();
@@ -713,6 +718,18 @@ fn root_delegated_cgroup_v2_subtree_holds_the_container_and_is_cleaned_up() {
     assert!(out.status.success(), "{}", stderr_of(&out));
     assert!(!child.exists(), "{} left behind", child.display());
     assert!(!pid_alive(pid.parse().unwrap()));
+
+    // The delegated cgroup removed under a stopped container (the
+    // caller's session ended): delete still clears the state.
+    let gone = Delegated::make(user).unwrap_or_else(|| unreachable!());
+    let id = unique_id("dg");
+    run_d(&gone, &id);
+    let out = outside(&["kill", "--all", &id, "KILL"]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    drop(gone);
+    let out = outside(&["delete", "--force", &id]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(!wd.join("state").join(&id).exists());
 
     // A memory limit: this host's delegated cgroup offers no memory
     // controller; one clear line names it, and nothing is left.

@@ -422,7 +422,7 @@ impl Runtime {
         let c = self.load(id)?;
         let status = c.status();
         if all {
-            if read_starttime(&self.dir(id)).no_cgroup {
+            if read_starttime(&self.dir(id)).without_cgroup() {
                 return signal_init(&c, signal);
             }
             return signal_cgroup(id, &self.cgroup(&c)?, signal);
@@ -551,7 +551,7 @@ impl Runtime {
         }
         // A rootless container has no cgroup: its init stands for it (a
         // SIGKILL to init ends its whole pid namespace; see rootless.rs).
-        let no_cgroup = read_starttime(&dir).no_cgroup;
+        let no_cgroup = read_starttime(&dir).without_cgroup();
         if no_cgroup && status != ContainerStatus::Stopped {
             signal_init(&c, Signal::SIGKILL)?;
             wait_init_gone(&c);
@@ -627,7 +627,7 @@ impl Runtime {
 
     pub fn pause(&self, id: &str) -> Result<()> {
         let mut c = self.load(id)?;
-        if read_starttime(&self.dir(id)).no_cgroup {
+        if read_starttime(&self.dir(id)).without_cgroup() {
             return Err(no_cgroup(id, "freeze it"));
         }
         require(&c, "pause", "running", |s| s == ContainerStatus::Running)?;
@@ -637,7 +637,7 @@ impl Runtime {
 
     pub fn resume(&self, id: &str) -> Result<()> {
         let mut c = self.load(id)?;
-        if read_starttime(&self.dir(id)).no_cgroup {
+        if read_starttime(&self.dir(id)).without_cgroup() {
             return Err(no_cgroup(id, "thaw it"));
         }
         require(&c, "resume", "paused", |s| s == ContainerStatus::Paused)?;
@@ -672,7 +672,7 @@ impl Runtime {
     pub fn pids(&self, id: &str) -> Result<Vec<i32>> {
         use libcgroups::common::CgroupManager;
         let c = self.load(id)?;
-        if read_starttime(&self.dir(id)).no_cgroup {
+        if read_starttime(&self.dir(id)).without_cgroup() {
             return Err(no_cgroup(id, "list its processes"));
         }
         let mut pids: Vec<i32> = self
@@ -1008,6 +1008,16 @@ struct SidecarHead {
     no_cgroup: bool,
     #[serde(default)]
     cgroup: Option<String>,
+}
+
+impl SidecarHead {
+    /// Whether kill, delete, ps and pause must do without a cgroup: none
+    /// was made, or the delegated cgroup it was made in is gone (then the
+    /// shim's cgroup view is not the container's: a cgroup found at its
+    /// path there would be someone else's).
+    fn without_cgroup(&self) -> bool {
+        self.no_cgroup || (self.cgroup.is_some() && crate::rootless::cgroup_gone())
+    }
 }
 
 fn no_cgroup(id: &str, what: &str) -> RuntimeError {

@@ -189,7 +189,12 @@ pub fn detect(uid: u32) -> Option<Delegation> {
 /// its parent, the delegated cgroup, to show in the shim. Checked again
 /// (valid path, owned by `uid`, no symlink): runsbx.json is the caller's
 /// own file, but a cgroup may have changed hands since.
-pub fn parent_dir(uid: u32, container: &str) -> Result<PathBuf, String> {
+///
+/// `Ok(None)` when the parent is gone (the caller's session ended): the
+/// container's cgroup went with it (a cgroup with children cannot be
+/// removed), so there is nothing to show and `delete` can still clear the
+/// state.
+pub fn parent_dir(uid: u32, container: &str) -> Result<Option<PathBuf>, String> {
     let parent = match container.rsplit_once('/') {
         Some(("", _)) => "/",
         Some((p, _)) => p,
@@ -202,12 +207,15 @@ pub fn parent_dir(uid: u32, container: &str) -> Result<PathBuf, String> {
     }
     let mount = v2_mount().ok_or("this host has no cgroup v2 hierarchy")?;
     let dir = host_dir(&mount, parent);
+    if fs::symlink_metadata(&dir).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+        return Ok(None);
+    }
     if !delegated_dir(uid, &dir) {
         return Err(format!(
             "the container's cgroup parent {parent} is not (or no longer) delegated to uid {uid}"
         ));
     }
-    Ok(dir)
+    Ok(Some(dir))
 }
 
 /// Limits need controllers: `wanted` pairs what the spec asks for (as

@@ -85,16 +85,23 @@ pub fn enter_shim_for(cgroup: Option<&str>) -> Result<()> {
     let uid = nix::unistd::geteuid().as_raw();
     let gid = nix::unistd::getegid().as_raw();
     let dir = match cgroup {
-        Some(c) => Some(
-            delegation::parent_dir(uid, c)
-                .map_err(|e| RuntimeError::Init(format!("rootless: cgroup: {e}")))?,
-        ),
+        Some(c) => delegation::parent_dir(uid, c)
+            .map_err(|e| RuntimeError::Init(format!("rootless: cgroup: {e}")))?,
         None => None,
     };
     userns::enter(uid, gid, dir.as_deref()).map_err(shim_error)?;
     let _ = IN_SHIM.set(());
     let _ = DELEGATED.set(None);
+    let _ = CGROUP_GONE.set(cgroup.is_some() && dir.is_none());
     Ok(())
+}
+
+/// Set by [`enter_shim_for`]: the container's delegated cgroup is gone
+/// with its parent, and the shim shows the read-only view instead.
+static CGROUP_GONE: OnceLock<bool> = OnceLock::new();
+
+pub fn cgroup_gone() -> bool {
+    CGROUP_GONE.get().copied().unwrap_or(false)
 }
 
 /// The delegated cgroup new containers go below, if any.
