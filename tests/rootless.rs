@@ -708,6 +708,33 @@ fn root_delegated_cgroup_v2_subtree_holds_the_container_and_is_cleaned_up() {
     run_d(&deleg, &id);
     let pid = first_pid_in(&child);
     assert_eq!(v2_cgroup_of(&pid), format!("{}/runsbx-{id}", deleg.path));
+    // exec from the delegated cgroup: the new process joins the
+    // container's cgroup (from elsewhere it could not: see rootless.rs).
+    let config: serde_json::Value =
+        serde_json::from_slice(&fs::read(bundle.join("config.json")).unwrap()).unwrap();
+    let python = config["process"]["args"][0].as_str().unwrap();
+    let exec = as_user_in(
+        Some(&deleg),
+        user,
+        &["exec", &id, python, "-c", "import time; time.sleep(2)"],
+        &wd,
+    )
+    .spawn()
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while fs::read_to_string(child.join("cgroup.procs"))
+        .unwrap()
+        .lines()
+        .count()
+        < 2
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "exec'd process not in the cgroup"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(exec.wait_with_output().unwrap().status.success());
     let outside = |args: &[&str]| as_user_in(None, user, args, &wd).output().unwrap();
     let out = outside(&["ps", "--format", "json", &id]);
     assert!(out.status.success(), "{}", stderr_of(&out));

@@ -184,6 +184,15 @@ pub fn detect(uid: u32) -> Option<Delegation> {
     })
 }
 
+/// The parent of a cgroup path (`""` for a relative one, never valid).
+pub fn parent_of(path: &str) -> &str {
+    match path.rsplit_once('/') {
+        Some(("", _)) => "/",
+        Some((p, _)) => p,
+        None => "",
+    }
+}
+
 /// For a command on an existing container whose runsbx.json records the
 /// cgroup `container` (absolute in the hierarchy): the host directory of
 /// its parent, the delegated cgroup, to show in the shim. Checked again
@@ -195,11 +204,7 @@ pub fn detect(uid: u32) -> Option<Delegation> {
 /// removed), so there is nothing to show and `delete` can still clear the
 /// state.
 pub fn parent_dir(uid: u32, container: &str) -> Result<Option<PathBuf>, String> {
-    let parent = match container.rsplit_once('/') {
-        Some(("", _)) => "/",
-        Some((p, _)) => p,
-        None => "",
-    };
+    let parent = parent_of(container);
     if !valid_path(container) || container == "/" || !valid_path(parent) {
         return Err(format!(
             "recorded cgroup {container:?} is not a valid cgroup path"

@@ -110,13 +110,27 @@ pub fn delegated() -> Option<&'static Delegation> {
 }
 
 /// For `exec`: joins the user namespace of the container whose init is
-/// `pid` (see sys::userns::join), with the same cgroup2 mount.
-pub fn join_shim(pid: i32) -> Result<()> {
+/// `pid` (see sys::userns::join), with the same cgroup2 mount. `cgroup`:
+/// the container's delegated cgroup (its runsbx.json). The new process
+/// joins it when this runsbx runs in that cgroup's parent, the delegated
+/// cgroup: the kernel lets a process in a cgroup namespace move processes
+/// only below the namespace's root, which is where runsbx stands. From
+/// elsewhere it stays in the caller's cgroup (init's pid namespace still
+/// holds it: SIGKILL to init ends it).
+pub fn join_shim(pid: i32, cgroup: Option<&str>) -> Result<()> {
     active();
     let uid = nix::unistd::geteuid().as_raw();
-    match userns::join(pid, uid).map_err(shim_error)? {
+    let here = cgroup
+        .and_then(|c| delegation::detect(uid).filter(|d| delegation::parent_of(c) == d.cgroup));
+    if cgroup.is_some() && here.is_none() {
+        tracing::debug!(
+            "rootless: exec from outside the container's delegated cgroup; the new process stays in runsbx's cgroup"
+        );
+    }
+    match userns::join(pid, uid, here.as_ref().map(Delegation::dir).as_deref()).map_err(shim_error)? {
         true => {
             let _ = IN_SHIM.set(());
+            let _ = DELEGATED.set(here);
             Ok(())
         }
         false => Err(RuntimeError::Init(format!(

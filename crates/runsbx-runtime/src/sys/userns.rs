@@ -69,7 +69,9 @@ pub fn enter(uid: u32, gid: u32, delegated: Option<&Path>) -> Result<(), ShimErr
 ///
 /// Returns Ok(false) when `pid`'s user namespace was not created by `uid`
 /// (a container of root or another user): nothing is joined.
-pub fn join(pid: i32, uid: u32) -> Result<bool, ShimError> {
+///
+/// `delegated`: as for [`enter`], the cgroup to show read-write.
+pub fn join(pid: i32, uid: u32, delegated: Option<&Path>) -> Result<bool, ShimError> {
     let ns = File::open(format!("/proc/{pid}/ns/user"))
         .map_err(|e| ShimError::Step("open the container's user namespace", io_errno(&e)))?;
     // NS_GET_OWNER_UID (linux/nsfs.h): the uid that created the namespace.
@@ -95,7 +97,7 @@ pub fn join(pid: i32, uid: u32) -> Result<bool, ShimError> {
         .map_err(|e| ShimError::Step("join the container's user namespace", e))?;
     nix::sys::prctl::set_dumpable(false)
         .map_err(|e| ShimError::Step("make runsbx non-dumpable", e))?;
-    private_mounts(None)?;
+    private_mounts(delegated)?;
     Ok(true)
 }
 

@@ -184,7 +184,11 @@ fn enter_rootless(ctx: &Ctx, command: &Command) -> Result<()> {
                 // Not running: runtime's exec says so in its own words.
                 return Ok(());
             }
-            Ok(runsbx_runtime::rootless::join_shim(state.pid)?)
+            let cgroup = ctx.rt.delegated_cgroup(&id);
+            Ok(runsbx_runtime::rootless::join_shim(
+                state.pid,
+                cgroup.as_deref(),
+            )?)
         }
     }
 }
