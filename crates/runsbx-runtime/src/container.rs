@@ -84,8 +84,9 @@ struct Sidecar {
     starttime: Option<u64>,
     // No default: a record without it must not read as "no layers".
     policy: SandboxPolicy,
-    /// Made by a rootless runsbx: the container has no cgroup, so kill and
-    /// delete find its processes through init (see rootless.rs).
+    /// Made by a rootless runsbx without a delegated cgroup (or a
+    /// foreground run that needed none): the container has no cgroup, so
+    /// kill and delete find its processes through init (see rootless.rs).
     #[serde(default)]
     no_cgroup: bool,
     /// Made by a rootless runsbx with a delegated cgroup: the container's
@@ -549,7 +550,7 @@ impl Runtime {
                 wanted: "stopped or created (or --force)",
             });
         }
-        // A rootless container has no cgroup: its init stands for it (a
+        // A container without a cgroup: its init stands for it (a
         // SIGKILL to init ends its whole pid namespace; see rootless.rs).
         let no_cgroup = read_starttime(&dir).without_cgroup();
         if no_cgroup && status != ContainerStatus::Stopped {
@@ -1022,8 +1023,8 @@ impl SidecarHead {
 
 fn no_cgroup(id: &str, what: &str) -> RuntimeError {
     RuntimeError::Init(format!(
-        "container {id:?} has no cgroup to {what} (made by a rootless runsbx, or a foreground run \
-         that needed none; see docs/runsbx.1.md, \"Cgroups\")"
+        "container {id:?} has no cgroup to {what} (made by a rootless runsbx without a delegated \
+         cgroup, or a foreground run that needed none; see docs/runsbx.1.md, \"Cgroups\")"
     ))
 }
 
