@@ -302,6 +302,21 @@ fn user_spec_rootless_runs_as_it_is_and_limits_are_refused() {
     assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
 }
 
+/// `gen` arguments for a bundle running python3 `code` in `wd`.
+fn gen_python<'a>(wd: &'a Path, bundle: &'a Path, code: &'a str) -> [&'a str; 9] {
+    [
+        "gen",
+        "--workdir",
+        wd.to_str().unwrap(),
+        "-o",
+        bundle.to_str().unwrap(),
+        "--",
+        "/usr/bin/python3",
+        "-c",
+        code,
+    ]
+}
+
 #[test]
 fn user_gen_writes_a_bundle_that_runs() {
     if !as_user() {
@@ -311,17 +326,7 @@ fn user_gen_writes_a_bundle_that_runs() {
     let wd = env.tmp.path().join("work");
     fs::create_dir(&wd).unwrap();
     let bundle = env.tmp.path().join("gen");
-    env.ok(&[
-        "gen",
-        "--workdir",
-        wd.to_str().unwrap(),
-        "-o",
-        bundle.to_str().unwrap(),
-        "--",
-        "/usr/bin/python3",
-        "-c",
-        "print(6 * 7)",
-    ]);
+    env.ok(&gen_python(&wd, &bundle, "print(6 * 7)"));
     let config: serde_json::Value =
         serde_json::from_slice(&fs::read(bundle.join("config.json")).unwrap()).unwrap();
     assert_eq!(config["linux"]["uidMappings"][0]["hostID"], uid());
@@ -495,4 +500,279 @@ fn root_forbidden_user_namespaces_give_the_clear_error_and_no_userns_still_confi
         stdout(&out),
         stderr_of(&out)
     );
+}
+
+// ---- The root half: a delegated cgroup v2 subtree ----
+
+/// A cgroup in the v2 hierarchy delegated to `user` as systemd's
+/// `Delegate=yes` would: the directory and the files a delegatee writes
+/// belong to it. Removed (children first) on drop.
+struct Delegated {
+    dir: std::path::PathBuf,
+    /// Its path in the hierarchy, as /proc/<pid>/cgroup shows it.
+    path: String,
+}
+
+impl Delegated {
+    fn make(user: (u32, u32)) -> Option<Self> {
+        let mount = runsbx_runtime::delegation::v2_mount()?;
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let name = format!("runsbx-test-deleg-{}-{n}", std::process::id());
+        let dir = mount.join(&name);
+        fs::create_dir(&dir).unwrap();
+        let d = Self {
+            dir,
+            path: format!("/{name}"),
+        };
+        for f in [
+            "",
+            "cgroup.procs",
+            "cgroup.subtree_control",
+            "cgroup.threads",
+        ] {
+            // No symlink following: a chown must not land elsewhere.
+            nix::unistd::fchownat(
+                None,
+                &d.dir.join(f),
+                Some(user.0.into()),
+                Some(user.1.into()),
+                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+            )
+            .unwrap();
+        }
+        Some(d)
+    }
+
+    fn children(&self) -> Vec<String> {
+        fs::read_dir(&self.dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+}
+
+impl Drop for Delegated {
+    fn drop(&mut self) {
+        for c in self.children() {
+            let _ = fs::write(self.dir.join(&c).join("cgroup.kill"), "1");
+            for _ in 0..100 {
+                if fs::remove_dir(self.dir.join(&c)).is_ok() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+        // Whatever the wrapper shells left (they exited) is gone by now.
+        for _ in 0..100 {
+            if fs::remove_dir(&self.dir).is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// runsbx `args` as `user`, started from `cgroup` when given: a root shell
+/// moves itself there (an ordinary user may not move itself out of the
+/// root cgroup, whose cgroup.procs is root's), then drops to the user.
+fn as_user_in(
+    cgroup: Option<&Delegated>,
+    user: (u32, u32),
+    args: &[&str],
+    workdir: &Path,
+) -> Command {
+    let mv = match cgroup {
+        Some(d) => format!("echo $$ > {}/cgroup.procs && ", d.dir.display()),
+        None => String::new(),
+    };
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!(
+            "{mv}g=$1; shift; exec setpriv --reuid=$0 --regid=$g --clear-groups -- \"$@\""
+        ))
+        .arg(user.0.to_string())
+        .arg(user.1.to_string())
+        .args(["env", "-i", "PATH=/usr/bin:/bin"])
+        .arg(format!("HOME={}", workdir.display()))
+        .arg(format!("TMPDIR={}", workdir.display()))
+        .arg(runsbx_bin())
+        .arg("--root")
+        .arg(workdir.join("state"))
+        .args(args)
+        .current_dir(workdir);
+    cmd
+}
+
+/// The 0:: line of /proc/<pid>/cgroup, read from the host.
+fn v2_cgroup_of(pid: &str) -> String {
+    fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .unwrap()
+        .to_string()
+}
+
+/// Waits (up to 10 s) for a process in `dir`'s cgroup.procs.
+fn first_pid_in(dir: &Path) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if let Some(p) = fs::read_to_string(dir.join("cgroup.procs"))
+            .ok()
+            .and_then(|t| t.lines().next().map(str::to_string))
+        {
+            return p;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing appeared in {}",
+            dir.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn root_delegated_cgroup_v2_subtree_holds_the_container_and_is_cleaned_up() {
+    if !as_root() {
+        return;
+    }
+    let user = test_user();
+    let Some(deleg) = Delegated::make(user) else {
+        eprintln!("rootless: no cgroup v2 hierarchy on this host; skipped");
+        return;
+    };
+    let env = Env::new();
+    let mut p = fs::metadata(env.tmp.path()).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
+    fs::set_permissions(env.tmp.path(), p).unwrap();
+    let wd = env.tmp.path().join("work");
+    fs::create_dir(&wd).unwrap();
+    nix::unistd::chown(&wd, Some(user.0.into()), Some(user.1.into())).unwrap();
+
+    // sandbox: the workload runs in <delegated>/runsbx-<id>, which is gone
+    // after the run.
+    let id = unique_id("dg");
+    let child = deleg.dir.join(format!("runsbx-{id}"));
+    let sleeper = [
+        "/usr/bin/python3",
+        "-c",
+        "import time; time.sleep(1.5); print('done')",
+    ];
+    let mut args = vec!["sandbox", "--id", &id, "--"];
+    args.extend_from_slice(&sleeper);
+    let running = as_user_in(Some(&deleg), user, &args, &wd)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = first_pid_in(&child);
+    assert_eq!(v2_cgroup_of(&pid), format!("{}/runsbx-{id}", deleg.path));
+    let out = running.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(stdout(&out), "done\n");
+    assert!(deleg.children().is_empty(), "{:?}", deleg.children());
+
+    // run -d in the delegated cgroup; ps, kill --all and delete from a
+    // fresh runsbx in another cgroup (the root one) see the same cgroup.
+    let bundles = env.tmp.path().join("bundles");
+    fs::create_dir(&bundles).unwrap();
+    nix::unistd::chown(&bundles, Some(user.0.into()), Some(user.1.into())).unwrap();
+    let bundle = bundles.join("gen");
+    let out = as_user_in(
+        Some(&deleg),
+        user,
+        &gen_python(&wd, &bundle, "import time; time.sleep(60)"),
+        &wd,
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let id = unique_id("dg");
+    let child = deleg.dir.join(format!("runsbx-{id}"));
+    let b = bundle.to_str().unwrap();
+    // Not piped: the detached workload would hold the pipes open.
+    let err = env.tmp.path().join("run-d.err");
+    let run_d = |cgroup: &Delegated, id: &str| {
+        let status = as_user_in(Some(cgroup), user, &["run", "-d", "--bundle", b, id], &wd)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(fs::File::create(&err).unwrap())
+            .status()
+            .unwrap();
+        assert!(status.success(), "{}", fs::read_to_string(&err).unwrap());
+    };
+    run_d(&deleg, &id);
+    let pid = first_pid_in(&child);
+    assert_eq!(v2_cgroup_of(&pid), format!("{}/runsbx-{id}", deleg.path));
+    // exec from the delegated cgroup: the new process joins the
+    // container's cgroup (from elsewhere it could not: see rootless.rs).
+    let config: serde_json::Value =
+        serde_json::from_slice(&fs::read(bundle.join("config.json")).unwrap()).unwrap();
+    let python = config["process"]["args"][0].as_str().unwrap();
+    let exec = as_user_in(
+        Some(&deleg),
+        user,
+        &["exec", &id, python, "-c", "import time; time.sleep(2)"],
+        &wd,
+    )
+    .spawn()
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while fs::read_to_string(child.join("cgroup.procs"))
+        .unwrap()
+        .lines()
+        .count()
+        < 2
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "exec'd process not in the cgroup"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(exec.wait_with_output().unwrap().status.success());
+    let outside = |args: &[&str]| as_user_in(None, user, args, &wd).output().unwrap();
+    let out = outside(&["ps", "--format", "json", &id]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(stdout(&out).trim(), format!("[{pid}]"));
+    let out = outside(&["kill", "--all", &id, "KILL"]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let out = outside(&["delete", "--force", &id]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(!child.exists(), "{} left behind", child.display());
+    assert!(!pid_alive(pid.parse().unwrap()));
+
+    // The delegated cgroup removed under a stopped container (the
+    // caller's session ended): delete still clears the state.
+    let gone = Delegated::make(user).unwrap_or_else(|| unreachable!());
+    let id = unique_id("dg");
+    run_d(&gone, &id);
+    let out = outside(&["kill", "--all", &id, "KILL"]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    drop(gone);
+    let out = outside(&["delete", "--force", &id]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(!wd.join("state").join(&id).exists());
+
+    // A memory limit: this host's delegated cgroup offers no memory
+    // controller; one clear line names it, and nothing is left.
+    let out = as_user_in(
+        Some(&deleg),
+        user,
+        &["sandbox", "--memory", "100M", "--", "/bin/true"],
+        &wd,
+    )
+    .output()
+    .unwrap();
+    assert_one_line_error(&out, "does not offer the memory controller");
+    assert!(
+        stderr_of(&out).contains(&format!("the delegated cgroup {}", deleg.path)),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(deleg.children().is_empty(), "{:?}", deleg.children());
 }

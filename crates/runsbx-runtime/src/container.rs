@@ -84,10 +84,16 @@ struct Sidecar {
     starttime: Option<u64>,
     // No default: a record without it must not read as "no layers".
     policy: SandboxPolicy,
-    /// Made by a rootless runsbx: the container has no cgroup, so kill and
-    /// delete find its processes through init (see rootless.rs).
+    /// Made by a rootless runsbx without a delegated cgroup (or a
+    /// foreground run that needed none): the container has no cgroup, so
+    /// kill and delete find its processes through init (see rootless.rs).
     #[serde(default)]
     no_cgroup: bool,
+    /// Made by a rootless runsbx with a delegated cgroup: the container's
+    /// cgroup, absolute in the cgroup v2 hierarchy (delegation.rs). Later
+    /// commands show its parent in their shim, as the create saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cgroup: Option<String>,
 }
 
 /// The runtime-spec state of a container, with runc's extra fields.
@@ -201,12 +207,14 @@ impl Runtime {
         // container's start on a v1 host, and a foreground container that
         // asks for no limit needs none (see `needs_no_cgroup`).
         let cgroup_free = !rootless && opts.foreground && needs_no_cgroup(&bundle.spec);
+        let delegated = crate::rootless::delegated().filter(|_| rootless);
         if rootless {
             crate::rootless::require_shim()?;
             crate::rootless::check_spec(
                 &bundle.spec,
                 nix::unistd::geteuid().as_raw(),
                 nix::unistd::getegid().as_raw(),
+                delegated,
             )?;
         }
         self.ensure_root()?;
@@ -214,6 +222,19 @@ impl Runtime {
         let dir = self.dir(&opts.id);
         if dir.exists() {
             return Err(RuntimeError::Exists(opts.id));
+        }
+        if let Some(d) = delegated {
+            // Stops: a container joining a cgroup that holds another's
+            // processes (the same id under another --root, or one left by a
+            // runsbx killed half-way), which its delete would then kill.
+            let shim = Path::new("/sys/fs/cgroup").join(crate::delegation::child_name(&opts.id));
+            if fs::symlink_metadata(&shim).is_ok() {
+                return Err(RuntimeError::Init(format!(
+                    "rootless: cgroup {} already exists (another container of this id, or left \
+                     by a killed runsbx: rmdir it once empty)",
+                    d.container_cgroup(&opts.id)
+                )));
+            }
         }
         let _view = match rootless {
             true => Some(crate::rootless::ConfigView::bind(
@@ -246,7 +267,14 @@ impl Runtime {
                 // libcontainer leaves its state dir behind when it fails
                 // before its own clean-up runs (spec or console errors).
                 self.remove_leftovers(&opts.id, &dir);
-                kill_cgroup(&opts.id, &bundle);
+                match delegated {
+                    // The path libcontainer was shown (ConfigView).
+                    Some(_) => kill_cgroup_path(
+                        &opts.id,
+                        PathBuf::from(crate::delegation::shim_path(&opts.id)),
+                    ),
+                    None => kill_cgroup(&opts.id, &bundle),
+                }
                 return Err(e);
             }
         };
@@ -255,7 +283,8 @@ impl Runtime {
             let sidecar = Sidecar {
                 starttime: container.pid().and_then(|p| proc_starttime(p.as_raw())),
                 policy,
-                no_cgroup: rootless || cgroup_free,
+                no_cgroup: (rootless && delegated.is_none()) || cgroup_free,
+                cgroup: delegated.map(|d| d.container_cgroup(&opts.id)),
             };
             write_sidecar(&dir, &sidecar)
         };
@@ -310,6 +339,13 @@ impl Runtime {
         }
         let _ = fs::remove_dir_all(dir);
         tracing::debug!(id, "removed a partly created container");
+    }
+
+    /// The cgroup a rootless container has in a delegated subtree, as its
+    /// runsbx.json records it (`None`: none, or not found).
+    pub fn delegated_cgroup(&self, id: &str) -> Option<String> {
+        validate_id(id).ok()?;
+        read_starttime(&self.dir(id)).cgroup
     }
 
     /// Loads a container and brings its status up to date, including the
@@ -387,7 +423,7 @@ impl Runtime {
         let c = self.load(id)?;
         let status = c.status();
         if all {
-            if read_starttime(&self.dir(id)).no_cgroup {
+            if read_starttime(&self.dir(id)).without_cgroup() {
                 return signal_init(&c, signal);
             }
             return signal_cgroup(id, &self.cgroup(&c)?, signal);
@@ -514,9 +550,9 @@ impl Runtime {
                 wanted: "stopped or created (or --force)",
             });
         }
-        // A rootless container has no cgroup: its init stands for it (a
+        // A container without a cgroup: its init stands for it (a
         // SIGKILL to init ends its whole pid namespace; see rootless.rs).
-        let no_cgroup = read_starttime(&dir).no_cgroup;
+        let no_cgroup = read_starttime(&dir).without_cgroup();
         if no_cgroup && status != ContainerStatus::Stopped {
             signal_init(&c, Signal::SIGKILL)?;
             wait_init_gone(&c);
@@ -595,7 +631,7 @@ impl Runtime {
 
     pub fn pause(&self, id: &str) -> Result<()> {
         let mut c = self.load(id)?;
-        if read_starttime(&self.dir(id)).no_cgroup {
+        if read_starttime(&self.dir(id)).without_cgroup() {
             return Err(no_cgroup(id, "freeze it"));
         }
         require(&c, "pause", "running", |s| s == ContainerStatus::Running)?;
@@ -605,7 +641,7 @@ impl Runtime {
 
     pub fn resume(&self, id: &str) -> Result<()> {
         let mut c = self.load(id)?;
-        if read_starttime(&self.dir(id)).no_cgroup {
+        if read_starttime(&self.dir(id)).without_cgroup() {
             return Err(no_cgroup(id, "thaw it"));
         }
         require(&c, "resume", "paused", |s| s == ContainerStatus::Paused)?;
@@ -640,7 +676,7 @@ impl Runtime {
     pub fn pids(&self, id: &str) -> Result<Vec<i32>> {
         use libcgroups::common::CgroupManager;
         let c = self.load(id)?;
-        if read_starttime(&self.dir(id)).no_cgroup {
+        if read_starttime(&self.dir(id)).without_cgroup() {
             return Err(no_cgroup(id, "list its processes"));
         }
         let mut pids: Vec<i32> = self
@@ -974,12 +1010,24 @@ struct SidecarHead {
     starttime: Option<u64>,
     #[serde(default)]
     no_cgroup: bool,
+    #[serde(default)]
+    cgroup: Option<String>,
+}
+
+impl SidecarHead {
+    /// Whether kill, delete, ps and pause must do without a cgroup: none
+    /// was made, or the delegated cgroup it was made in is gone (then the
+    /// shim's cgroup view is not the container's: a cgroup found at its
+    /// path there would be someone else's).
+    fn without_cgroup(&self) -> bool {
+        self.no_cgroup || (self.cgroup.is_some() && crate::rootless::cgroup_gone())
+    }
 }
 
 fn no_cgroup(id: &str, what: &str) -> RuntimeError {
     RuntimeError::Init(format!(
-        "container {id:?} has no cgroup to {what} (made by a rootless runsbx, or a foreground run \
-         that needed none; see docs/runsbx.1.md, \"Cgroups\")"
+        "container {id:?} has no cgroup to {what} (made by a rootless runsbx without a delegated \
+         cgroup, or a foreground run that needed none; see docs/runsbx.1.md, \"Cgroups\")"
     ))
 }
 

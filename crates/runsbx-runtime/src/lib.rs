@@ -4,6 +4,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod container;
+pub mod delegation;
 pub mod denials;
 pub mod direct;
 pub mod error;

@@ -4,8 +4,13 @@
 //!   (sys/userns.rs): its own user namespace mapping the caller to itself,
 //!   private mount and cgroup namespaces, a read-only cgroup2 on
 //!   /sys/fs/cgroup. libcontainer then runs the container without a cgroup.
+//! - Unless the caller has a delegated cgroup v2 (delegation.rs): the shim
+//!   then shows that cgroup read-write on /sys/fs/cgroup, and each container
+//!   gets a cgroup `runsbx-<id>` below it, recorded in its runsbx.json so
+//!   that delete, kill --all, ps and pause show the same cgroup.
 //! - A spec that asks for resource limits is refused: without a cgroup they
-//!   would silently not hold ([`check_spec`]).
+//!   would silently not hold, with a delegated one unless its controllers
+//!   are enabled there ([`check_spec`]).
 //! - The container's user namespace must map exactly the caller (one uid,
 //!   one gid): the only mapping an unprivileged process may write.
 //! - libcontainer forces its systemd cgroup manager (not built in) for a
@@ -25,6 +30,7 @@ use std::sync::OnceLock;
 use libcontainer::oci_spec::runtime::{LinuxIdMapping, Spec};
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 
+use crate::delegation::{self, Delegation};
 use crate::error::{Result, RuntimeError};
 use crate::sys::userns::{self, ShimError};
 
@@ -41,28 +47,90 @@ pub fn active() -> bool {
     *ROOTLESS.get_or_init(|| !nix::unistd::geteuid().is_root())
 }
 
-/// Enters a fresh shim (create, run, sandbox, selftest, delete, pause).
+/// The caller's delegated cgroup, when the shim uses it (set once, by
+/// [`enter_shim`]); `None` inside: no delegation, containers get no cgroup.
+static DELEGATED: OnceLock<Option<Delegation>> = OnceLock::new();
+
+/// Enters a fresh shim for a new container (create, run, sandbox,
+/// selftest): with the caller's delegated cgroup v2 read-write when it has
+/// one (delegation.rs), else the read-only cgroup2 of no cgroup at all.
 pub fn enter_shim() -> Result<()> {
     active();
     let uid = nix::unistd::geteuid().as_raw();
     let gid = nix::unistd::getegid().as_raw();
-    userns::enter(uid, gid).map_err(shim_error)?;
+    let found = delegation::detect(uid);
+    userns::enter(uid, gid, found.as_ref().map(Delegation::dir).as_deref()).map_err(shim_error)?;
     let _ = IN_SHIM.set(());
-    tracing::debug!(
-        "rootless: running without cgroups (uid {uid} cannot write this host's cgroups); \
-         resource limits in a spec are refused"
-    );
+    match &found {
+        Some(d) => tracing::debug!(
+            "rootless: using the delegated cgroup {} (controllers: {}); containers get a cgroup below it",
+            d.cgroup,
+            d.controllers.join(" ")
+        ),
+        None => tracing::debug!(
+            "rootless: running without cgroups (uid {uid} cannot write this host's cgroups); \
+             resource limits in a spec are refused"
+        ),
+    }
+    let _ = DELEGATED.set(found);
     Ok(())
 }
 
-/// For `exec`: joins the user namespace of the container whose init is
-/// `pid` (see sys::userns::join), with the same cgroup2 mount.
-pub fn join_shim(pid: i32) -> Result<()> {
+/// Enters a fresh shim for a command on an existing container (delete,
+/// kill --all, ps, pause, resume). `cgroup`: the container's cgroup as its
+/// runsbx.json records it, whose parent (the delegated cgroup) the shim
+/// then shows read-write on /sys/fs/cgroup, at the paths its create saw.
+pub fn enter_shim_for(cgroup: Option<&str>) -> Result<()> {
     active();
     let uid = nix::unistd::geteuid().as_raw();
-    match userns::join(pid, uid).map_err(shim_error)? {
+    let gid = nix::unistd::getegid().as_raw();
+    let dir = match cgroup {
+        Some(c) => delegation::parent_dir(uid, c)
+            .map_err(|e| RuntimeError::Init(format!("rootless: cgroup: {e}")))?,
+        None => None,
+    };
+    userns::enter(uid, gid, dir.as_deref()).map_err(shim_error)?;
+    let _ = IN_SHIM.set(());
+    let _ = DELEGATED.set(None);
+    let _ = CGROUP_GONE.set(cgroup.is_some() && dir.is_none());
+    Ok(())
+}
+
+/// Set by [`enter_shim_for`]: the container's delegated cgroup is gone
+/// with its parent, and the shim shows the read-only view instead.
+static CGROUP_GONE: OnceLock<bool> = OnceLock::new();
+
+pub fn cgroup_gone() -> bool {
+    CGROUP_GONE.get().copied().unwrap_or(false)
+}
+
+/// The delegated cgroup new containers go below, if any.
+pub fn delegated() -> Option<&'static Delegation> {
+    DELEGATED.get().and_then(Option::as_ref)
+}
+
+/// For `exec`: joins the user namespace of the container whose init is
+/// `pid` (see sys::userns::join), with the same cgroup2 mount. `cgroup`:
+/// the container's delegated cgroup (its runsbx.json). The new process
+/// joins it when this runsbx runs in that cgroup's parent, the delegated
+/// cgroup: the kernel lets a process in a cgroup namespace move processes
+/// only below the namespace's root, which is where runsbx stands. From
+/// elsewhere it stays in the caller's cgroup (init's pid namespace still
+/// holds it: SIGKILL to init ends it).
+pub fn join_shim(pid: i32, cgroup: Option<&str>) -> Result<()> {
+    active();
+    let uid = nix::unistd::geteuid().as_raw();
+    let here = cgroup
+        .and_then(|c| delegation::detect(uid).filter(|d| delegation::parent_of(c) == d.cgroup));
+    if cgroup.is_some() && here.is_none() {
+        tracing::debug!(
+            "rootless: exec from outside the container's delegated cgroup; the new process stays in runsbx's cgroup"
+        );
+    }
+    match userns::join(pid, uid, here.as_ref().map(Delegation::dir).as_deref()).map_err(shim_error)? {
         true => {
             let _ = IN_SHIM.set(());
+            let _ = DELEGATED.set(here);
             Ok(())
         }
         false => Err(RuntimeError::Init(format!(
@@ -175,15 +243,21 @@ pub fn refusal(errno: nix::errno::Errno, host: &HostSettings) -> String {
 }
 
 /// Refuses what rootless runsbx cannot do, naming it: resource limits (no
-/// cgroup to hold them), user namespace mappings other than the caller's, and a
+/// cgroup to hold them, or, with a `delegated` cgroup, no controller for
+/// them), user namespace mappings other than the caller's, and a
 /// process.user that namespace does not map.
-pub fn check_spec(spec: &Spec, uid: u32, gid: u32) -> Result<()> {
+pub fn check_spec(spec: &Spec, uid: u32, gid: u32, delegated: Option<&Delegation>) -> Result<()> {
     let linux = spec.linux().as_ref();
     let limits = linux
         .and_then(|l| l.resources().as_ref())
         .map(requested_limits)
         .unwrap_or_default();
-    if !limits.is_empty() {
+    if let (Some(d), false) = (delegated, limits.is_empty()) {
+        // Stops: a limit written to a cgroup whose controller is off, which
+        // would fail late (after the cgroup and init exist) or not at all.
+        delegation::check_limits(d, &limits).map_err(RuntimeError::Spec)?;
+    } else if !limits.is_empty() {
+        let limits: Vec<&str> = limits.iter().map(|(w, _)| *w).collect();
         // Stops: a container that the spec says cannot use more than N
         // bytes or processes running without any such limit.
         return Err(RuntimeError::Spec(format!(
@@ -270,8 +344,14 @@ fn check_mapped(spec: &Spec, uid: u32, gid: Option<u32>, what: &str) -> Result<(
 /// The limits in `linux.resources` that need a cgroup. Device rules are not
 /// among them: an unprivileged container cannot create device nodes at all
 /// (libcontainer bind-mounts the few it needs), as runc also treats them.
-fn requested_limits(r: &libcontainer::oci_spec::runtime::LinuxResources) -> Vec<&'static str> {
-    let mut out = Vec::new();
+/// Each with the cgroup v2 controllers it needs.
+fn requested_limits(
+    r: &libcontainer::oci_spec::runtime::LinuxResources,
+) -> Vec<(&'static str, Vec<String>)> {
+    let mut out: Vec<(&'static str, Vec<String>)> = Vec::new();
+    let mut push = |what, controllers: &[&str]| {
+        out.push((what, controllers.iter().map(|c| c.to_string()).collect()));
+    };
     if let Some(m) = r.memory() {
         if m.limit().is_some()
             || m.reservation().is_some()
@@ -281,11 +361,11 @@ fn requested_limits(r: &libcontainer::oci_spec::runtime::LinuxResources) -> Vec<
             || m.swappiness().is_some()
             || m.disable_oom_killer().is_some()
         {
-            out.push("memory limits");
+            push("memory limits", &["memory"]);
         }
     }
     if r.pids().is_some() {
-        out.push("a pids limit");
+        push("a pids limit", &["pids"]);
     }
     if let Some(c) = r.cpu() {
         if c.shares().is_some()
@@ -293,27 +373,37 @@ fn requested_limits(r: &libcontainer::oci_spec::runtime::LinuxResources) -> Vec<
             || c.period().is_some()
             || c.realtime_runtime().is_some()
             || c.realtime_period().is_some()
-            || c.cpus().is_some()
-            || c.mems().is_some()
             || c.idle().is_some()
         {
-            out.push("cpu limits");
+            push("cpu limits", &["cpu"]);
+        }
+        if c.cpus().is_some() || c.mems().is_some() {
+            push("cpuset limits", &["cpuset"]);
         }
     }
     if r.block_io().is_some() {
-        out.push("block I/O limits");
+        push("block I/O limits", &["io"]);
     }
     if r.hugepage_limits().as_ref().is_some_and(|h| !h.is_empty()) {
-        out.push("hugepage limits");
+        push("hugepage limits", &["hugetlb"]);
     }
     if r.network().is_some() {
-        out.push("network classes");
+        // cgroup v2 has no net_cls/net_prio: never offered.
+        push("network classes", &["net_cls", "net_prio"]);
     }
     if r.rdma().as_ref().is_some_and(|h| !h.is_empty()) {
-        out.push("rdma limits");
+        push("rdma limits", &["rdma"]);
     }
-    if r.unified().as_ref().is_some_and(|h| !h.is_empty()) {
-        out.push("unified cgroup settings");
+    if let Some(u) = r.unified().as_ref().filter(|h| !h.is_empty()) {
+        // `memory.max` needs memory; `cgroup.*` files are the core's.
+        let mut needs: Vec<&str> = u
+            .keys()
+            .filter_map(|k| k.split_once('.').map(|(c, _)| c))
+            .filter(|c| *c != "cgroup")
+            .collect();
+        needs.sort_unstable();
+        needs.dedup();
+        push("unified cgroup settings", &needs);
     }
     out
 }
@@ -337,7 +427,11 @@ impl ConfigView {
     ) -> Result<Self> {
         require_shim()?;
         let mut raw = raw.clone();
-        raw["linux"]["cgroupsPath"] = serde_json::Value::String(cgroup_path(id));
+        let path = match delegated() {
+            Some(_) => delegation::shim_path(id),
+            None => cgroup_path(id),
+        };
+        raw["linux"]["cgroupsPath"] = serde_json::Value::String(path);
         let copy = state_root.join(format!(".{id}.{}.config.json", std::process::id()));
         let text = serde_json::to_vec(&raw).map_err(|e| RuntimeError::Spec(e.to_string()))?;
         fs::write(&copy, text)
@@ -362,8 +456,8 @@ impl Drop for ConfigView {
     }
 }
 
-/// The cgroup path libcontainer is given rootless. It is never created (the
-/// shim's cgroup2 is read-only); it only has to be absolute, and not name a
+/// The cgroup path libcontainer is given rootless without a delegated
+/// cgroup. It is never created (the shim's cgroup2 is read-only); it only has to be absolute, and not name a
 /// cgroup that exists, so that libcontainer's clean-up finds nothing.
 pub fn cgroup_path(id: &str) -> String {
     format!("/runsbx-rootless/{id}")
@@ -397,24 +491,24 @@ mod tests {
 
     #[test]
     fn accepts_the_callers_single_mapping() {
-        check_spec(&spec(userns_linux(serde_json::json!({}))), 1000, 1000).unwrap();
+        check_spec(&spec(userns_linux(serde_json::json!({}))), 1000, 1000, None).unwrap();
         // Device rules need no cgroup rootless.
         let devices =
             serde_json::json!({"resources": {"devices": [{"allow": false, "access": "rwm"}]}});
-        check_spec(&spec(userns_linux(devices)), 1000, 1000).unwrap();
+        check_spec(&spec(userns_linux(devices)), 1000, 1000, None).unwrap();
     }
 
     #[test]
     fn refuses_limits_naming_them() {
         let r =
             serde_json::json!({"resources": {"memory": {"limit": 1048576}, "pids": {"limit": 5}}});
-        let err = check_spec(&spec(userns_linux(r)), 1000, 1000)
+        let err = check_spec(&spec(userns_linux(r)), 1000, 1000, None)
             .unwrap_err()
             .to_string();
         assert!(err.contains("memory limits, a pids limit"), "{err}");
         assert!(err.contains("without cgroups"), "{err}");
         let r = serde_json::json!({"resources": {"cpu": {"quota": 1000}}});
-        let err = check_spec(&spec(userns_linux(r)), 1000, 1000)
+        let err = check_spec(&spec(userns_linux(r)), 1000, 1000, None)
             .unwrap_err()
             .to_string();
         assert!(err.contains("cpu limits"), "{err}");
@@ -424,10 +518,10 @@ mod tests {
     fn refuses_other_mappings() {
         let other =
             serde_json::json!({"uidMappings": [{"containerID": 0, "hostID": 0, "size": 1}]});
-        assert!(check_spec(&spec(userns_linux(other)), 1000, 1000).is_err());
+        assert!(check_spec(&spec(userns_linux(other)), 1000, 1000, None).is_err());
         let range =
             serde_json::json!({"gidMappings": [{"containerID": 0, "hostID": 1000, "size": 65536}]});
-        assert!(check_spec(&spec(userns_linux(range)), 1000, 1000).is_err());
+        assert!(check_spec(&spec(userns_linux(range)), 1000, 1000, None).is_err());
         let mut as_1000 = spec(userns_linux(serde_json::json!({})));
         as_1000.set_process(Some(
             serde_json::from_value(
@@ -435,10 +529,12 @@ mod tests {
             )
             .unwrap(),
         ));
-        let err = check_spec(&as_1000, 1000, 1000).unwrap_err().to_string();
+        let err = check_spec(&as_1000, 1000, 1000, None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("process.user 1000"), "{err}");
         let none = spec(serde_json::json!({"namespaces": [{"type": "mount"}]}));
-        assert!(check_spec(&none, 1000, 1000)
+        assert!(check_spec(&none, 1000, 1000, None)
             .unwrap_err()
             .to_string()
             .contains("user namespace"));

@@ -13,7 +13,10 @@
 //! writes the container's `0 <uid> 1` map from here, where <uid> is mapped),
 //! plus private mount and cgroup namespaces, and mounts a fresh cgroup2 on
 //! /sys/fs/cgroup there, read-only: libcontainer then sees a unified host,
-//! creates nothing (EROFS) and runs the container without a cgroup.
+//! creates nothing (EROFS) and runs the container without a cgroup. When the
+//! caller has a delegated cgroup v2 (delegation.rs), that cgroup is bound
+//! there read-write instead, and libcontainer's v2 manager makes the
+//! container's cgroup below it.
 //!
 //! What it gives runsbx: nothing over the host. The namespace maps only the
 //! caller's ids, so its capabilities reach only the caller's own objects and
@@ -41,11 +44,13 @@ pub enum ShimError {
     Step(&'static str, Errno),
 }
 
-/// Unshares the shim namespaces and mounts the read-only cgroup2.
-pub fn enter(uid: u32, gid: u32) -> Result<(), ShimError> {
+/// Unshares the shim namespaces and mounts the read-only cgroup2, or, with
+/// `delegated` (a host cgroup directory owned by the caller, see
+/// delegation.rs), binds that directory read-write on /sys/fs/cgroup.
+pub fn enter(uid: u32, gid: u32, delegated: Option<&Path>) -> Result<(), ShimError> {
     unshare(CloneFlags::CLONE_NEWUSER).map_err(ShimError::Refused)?;
     map_self(uid, gid)?;
-    private_mounts()
+    private_mounts(delegated)
 }
 
 /// Joins the user namespace of `pid` (a container's init), then makes
@@ -64,7 +69,9 @@ pub fn enter(uid: u32, gid: u32) -> Result<(), ShimError> {
 ///
 /// Returns Ok(false) when `pid`'s user namespace was not created by `uid`
 /// (a container of root or another user): nothing is joined.
-pub fn join(pid: i32, uid: u32) -> Result<bool, ShimError> {
+///
+/// `delegated`: as for [`enter`], the cgroup to show read-write.
+pub fn join(pid: i32, uid: u32, delegated: Option<&Path>) -> Result<bool, ShimError> {
     let ns = File::open(format!("/proc/{pid}/ns/user"))
         .map_err(|e| ShimError::Step("open the container's user namespace", io_errno(&e)))?;
     // NS_GET_OWNER_UID (linux/nsfs.h): the uid that created the namespace.
@@ -90,7 +97,7 @@ pub fn join(pid: i32, uid: u32) -> Result<bool, ShimError> {
         .map_err(|e| ShimError::Step("join the container's user namespace", e))?;
     nix::sys::prctl::set_dumpable(false)
         .map_err(|e| ShimError::Step("make runsbx non-dumpable", e))?;
-    private_mounts()?;
+    private_mounts(delegated)?;
     Ok(true)
 }
 
@@ -156,12 +163,29 @@ fn map_self(uid: u32, gid: u32) -> Result<(), ShimError> {
     )
 }
 
-fn private_mounts() -> Result<(), ShimError> {
+fn private_mounts(delegated: Option<&Path>) -> Result<(), ShimError> {
     unshare(CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWCGROUP)
         .map_err(|e| ShimError::Step("unshare mount and cgroup namespaces", e))?;
     // Nothing mounted from here on may propagate back to the host.
     mount::<str, str, str, str>(None, "/", None, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None)
         .map_err(|e| ShimError::Step("make / private", e))?;
+    if let Some(dir) = delegated {
+        // A bind of the delegated cgroup itself, not a fresh cgroup2 mount
+        // (whose root would be this process's cgroup): `delete`, `kill`
+        // and `pause` run from any cgroup of the caller's and must see the
+        // container's cgroup at the same path as the `create` that made
+        // it. Nothing above the delegated cgroup is reachable through it,
+        // and the kernel still checks every write against the files'
+        // owners (the caller's own, verified just before).
+        return mount::<Path, str, str, str>(
+            Some(dir),
+            "/sys/fs/cgroup",
+            None,
+            MsFlags::MS_BIND,
+            None,
+        )
+        .map_err(|e| ShimError::Step("bind the delegated cgroup on /sys/fs/cgroup", e));
+    }
     // Read-only: libcontainer's v2 manager then gets EROFS for every
     // mkdir/write and, marked rootless, leaves the process in place. A
     // writable mount could let it create cgroups in a subtree the caller

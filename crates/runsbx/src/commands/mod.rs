@@ -124,8 +124,14 @@ impl Command {
 enum Shim {
     /// Touches no cgroup: the host's namespaces are fine.
     None,
-    /// A fresh shim namespace of its own.
+    /// A fresh shim namespace of its own, for a new container.
     Fresh,
+    /// A fresh shim showing the cgroup of the container with this id, if
+    /// it has one (delegation.rs), at the paths its create saw.
+    Existing(String),
+    /// `Existing` when the container has a cgroup; else the host's
+    /// namespaces (kill of init, ps's "no cgroup" error).
+    IfCgroup(String),
     /// The user namespace of the container with this id (`exec`).
     Join(String),
 }
@@ -133,11 +139,11 @@ enum Shim {
 impl Command {
     fn shim(&self) -> Shim {
         match self {
-            Command::Create(_)
-            | Command::Run(_)
-            | Command::Delete(_)
-            | Command::Pause(_)
-            | Command::Resume(_) => Shim::Fresh,
+            Command::Create(_) | Command::Run(_) => Shim::Fresh,
+            Command::Delete(a) => Shim::Existing(a.id.clone()),
+            Command::Pause(a) | Command::Resume(a) => Shim::Existing(a.id.clone()),
+            Command::Kill(a) if a.all => Shim::IfCgroup(a.id.clone()),
+            Command::Ps(a) => Shim::IfCgroup(a.id.clone()),
             Command::Sandbox(a) if !a.no_userns => Shim::Fresh,
             Command::Selftest(a) if !a.no_userns => Shim::Fresh,
             Command::Exec(a) => Shim::Join(a.id.clone()),
@@ -164,13 +170,25 @@ fn enter_rootless(ctx: &Ctx, command: &Command) -> Result<()> {
     match command.shim() {
         Shim::None => Ok(()),
         Shim::Fresh => Ok(runsbx_runtime::rootless::enter_shim()?),
+        Shim::Existing(id) => {
+            let cgroup = ctx.rt.delegated_cgroup(&id);
+            Ok(runsbx_runtime::rootless::enter_shim_for(cgroup.as_deref())?)
+        }
+        Shim::IfCgroup(id) => match ctx.rt.delegated_cgroup(&id) {
+            Some(cgroup) => Ok(runsbx_runtime::rootless::enter_shim_for(Some(&cgroup))?),
+            None => Ok(()),
+        },
         Shim::Join(id) => {
             let state = ctx.rt.state(&id)?;
             if state.pid == 0 {
                 // Not running: runtime's exec says so in its own words.
                 return Ok(());
             }
-            Ok(runsbx_runtime::rootless::join_shim(state.pid)?)
+            let cgroup = ctx.rt.delegated_cgroup(&id);
+            Ok(runsbx_runtime::rootless::join_shim(
+                state.pid,
+                cgroup.as_deref(),
+            )?)
         }
     }
 }
