@@ -1027,7 +1027,7 @@ impl SidecarHead {
 fn no_cgroup(id: &str, what: &str) -> RuntimeError {
     RuntimeError::Init(format!(
         "container {id:?} has no cgroup to {what} (made by a rootless runsbx without a delegated \
-         cgroup, or a foreground run that needed none; see docs/runsbx.1.md, \"Cgroups\")"
+         cgroup, or a foreground run that needed none; see `run` in docs/runsbx.1.md and docs/rootless.md)"
     ))
 }
 
