@@ -279,6 +279,13 @@ impl Runtime {
             }
         };
         let finish = || -> Result<()> {
+            if cgroup_free {
+                let pid = container.pid().map(|p| p.as_raw()).unwrap_or(0);
+                if let Err(e) = verify_cgroup_free(pid) {
+                    let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+                    return Err(e);
+                }
+            }
             report.commit(&dir)?;
             let sidecar = Sidecar {
                 starttime: container.pid().and_then(|p| proc_starttime(p.as_raw())),
@@ -558,11 +565,8 @@ impl Runtime {
             wait_init_gone(&c);
         }
         // One manager for the whole delete: building one scans mountinfo
-        // once per controller. None for a plain delete of a stopped
-        // container: libcontainer's removal kills what is left and retries,
-        // and so does the loop below.
-        let plain_stopped = status == ContainerStatus::Stopped && !force;
-        let manager = match no_cgroup || plain_stopped {
+        // once per controller.
+        let manager = match no_cgroup {
             true => None,
             false => match self.cgroup(&c) {
                 Ok(m) => Some(m),
@@ -575,9 +579,11 @@ impl Runtime {
             // libcontainer removes the cgroup right after signalling, which
             // fails while the processes are still exiting.
             signal_cgroup(id, m, Signal::SIGKILL)?;
-        } else if let (true, Some(m)) = (force, &manager) {
+        } else if let Some(m) = &manager {
             // "Stopped" can be wrong: a create killed before it recorded
-            // init's pid reads as stopped while init waits for `start`.
+            // init's pid reads as stopped while init waits for `start`; and
+            // without a pid namespace init's children outlive it. Frozen
+            // first, so that a forking chain cannot outrun the kill.
             // Best effort: a stopped container's cgroup may be gone, and
             // an empty one needs no freeze.
             use libcgroups::common::CgroupManager;
@@ -1031,6 +1037,29 @@ fn no_cgroup(id: &str, what: &str) -> RuntimeError {
     ))
 }
 
+/// The cgroup-free decision was made on runsbx's own parse of config.json,
+/// and libcontainer read the file again. Stops: a config swapped in between
+/// (one sharing the host's pid or user namespace) running without a cgroup,
+/// where kill and delete would reach init only. Fails closed.
+fn verify_cgroup_free(pid: i32) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    for ns in ["pid", "user"] {
+        let stat = |p: String| {
+            fs::metadata(&p)
+                .map(|m| (m.dev(), m.ino()))
+                .map_err(|e| RuntimeError::io(p, e))
+        };
+        if pid <= 0 || stat(format!("/proc/{pid}/ns/{ns}"))? == stat(format!("/proc/self/ns/{ns}"))?
+        {
+            return Err(RuntimeError::Init(format!(
+                "init shares runsbx's {ns} namespace, but config.json asked for its own when runsbx \
+                 checked it (changed meanwhile?); not running without a cgroup"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Whether a container can do without a cgroup, with nothing lost:
 /// - its own pid namespace: SIGKILL to init ends every process in it, so
 ///   kill and delete need no cgroup to find them;
@@ -1056,11 +1085,13 @@ pub fn needs_no_cgroup(spec: &libcontainer::oci_spec::runtime::Spec) -> bool {
             .flatten()
             .any(|m| m.host_id() == 0 || m.size() == 0)
     };
+    // A bind of a host device (/dev/fuse, /dev/net/tun are open to all)
+    // would lose the devices controller's default deny.
     let cgroup_mount = spec.mounts().iter().flatten().any(|m| {
         matches!(m.typ().as_deref(), Some("cgroup") | Some("cgroup2"))
             || m.source()
                 .as_ref()
-                .is_some_and(|s| s.starts_with("/sys/fs/cgroup"))
+                .is_some_and(|s| s.starts_with("/sys/fs/cgroup") || s.starts_with("/dev"))
     });
     own(Ns::Pid)
         && own(Ns::User)

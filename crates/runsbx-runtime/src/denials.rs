@@ -36,6 +36,8 @@ const DRAIN_QUIET: Duration = Duration::from_millis(50);
 const DRAIN_MAX: Duration = Duration::from_secs(1);
 /// Distinct denials kept; a loop hammering one syscall is one line.
 const MAX_DISTINCT: usize = 200;
+/// Events awaiting their end record.
+const MAX_PENDING: usize = 1024;
 
 /// One kind of refused access, with how often it happened.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -60,7 +62,10 @@ pub struct Denial {
 impl std::fmt::Display for Denial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "denied by {}: ", self.layer)?;
-        match (&self.comm, self.pid) {
+        // The workload names itself (PR_SET_NAME): escaped, so that a
+        // name of control bytes cannot rewrite the operator's terminal.
+        let comm = self.comm.as_deref().map(|c| c.escape_debug().to_string());
+        match (comm, self.pid) {
             (Some(c), Some(p)) => write!(f, "{c} (pid {p})")?,
             (None, Some(p)) => write!(f, "pid {p}")?,
             (Some(c), None) => write!(f, "{c}")?,
@@ -403,6 +408,15 @@ impl Tracker {
                 }
             }
             AUDIT_LANDLOCK_ACCESS | AUDIT_LANDLOCK_DOMAIN | AUDIT_SYSCALL => {
+                // Events whose end record was lost (an overrun) must not
+                // pile up: the oldest are settled early.
+                if self.pending.len() >= MAX_PENDING && !self.pending.contains_key(&rec.serial) {
+                    if let Some(&oldest) = self.pending.keys().min() {
+                        if let Some(group) = self.pending.remove(&oldest) {
+                            self.event(group);
+                        }
+                    }
+                }
                 self.pending.entry(rec.serial).or_default().push(rec);
             }
             _ => {}
@@ -546,7 +560,7 @@ fn landlock_object(r: &Record) -> Option<String> {
         .fields
         .iter()
         .filter(|(k, _)| !matches!(k.as_str(), "domain" | "blockers" | "dev" | "ino"))
-        .map(|(k, v)| format!("{k}={v}"))
+        .map(|(k, v)| format!("{k}={}", v.escape_debug()))
         .collect();
     (!rest.is_empty()).then(|| rest.join(" "))
 }

@@ -130,3 +130,14 @@ fn report_lines_say_when_nothing_was_seen() {
     };
     assert_eq!(r.lines(), ["Landlock denials are not reported: x"]);
 }
+
+#[test]
+fn a_process_name_of_control_bytes_is_printed_escaped() {
+    // comm=1B5B324B0D6E6F is "\x1b[2K\rno", hex-encoded by the kernel.
+    let r = raw(1326, "audit(1.0:9): pid=7360 comm=1B5B324B0D6E6F exe=\"/x\" sig=0 arch=c000003e syscall=41 compat=0 ip=0x1 code=0x50000");
+    let lines = report(&[r]);
+    assert_eq!(
+        lines,
+        [r"denied by seccomp: \u{1b}[2K\rno (pid 7360) socket: EPERM"]
+    );
+}

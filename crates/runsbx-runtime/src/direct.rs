@@ -74,7 +74,8 @@ pub fn spawn(
         resolved: Default::default(),
         dumpable: false,
     };
-    let spawned = crate::sys::spawn::spawn(|| child(&spec, &executor, stdio.as_ref()));
+    let parent = nix::unistd::getpid();
+    let spawned = crate::sys::spawn::spawn(|| child(parent, &spec, &executor, stdio.as_ref()));
     // The parent's copies go now: a pipe on stdout then ends with the child.
     drop(stdio);
     spawned.map_err(RuntimeError::Init)
@@ -83,10 +84,19 @@ pub fn spawn(
 /// In the forked child: what libcontainer's init does before the Executor
 /// (for the parts that apply without namespaces), then the Executor.
 fn child(
+    parent: Pid,
     spec: &Spec,
     executor: &SandboxExecutor,
     stdio: Option<&[OwnedFd; 3]>,
 ) -> std::result::Result<Infallible, String> {
+    // First: a runsbx killed from here on takes the workload with it (no
+    // supervisor means no timeout, no RSS ceiling, no outcome). If it died
+    // before this line, the parent is already someone else: stop.
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+        .map_err(|e| format!("PR_SET_PDEATHSIG: {}", e.desc()))?;
+    if nix::unistd::getppid() != parent {
+        return Err("runsbx exited before the workload started".into());
+    }
     let process = spec
         .process()
         .as_ref()
@@ -125,9 +135,12 @@ fn child(
     }
 }
 
-/// The non-empty capability sets of this process, if any.
+/// The non-empty capability sets of this process, if any; unknown (an
+/// unreadable /proc) counts as held: fail closed.
 fn held_capabilities() -> Option<String> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return Some("unknown: /proc/self/status is unreadable".into());
+    };
     let held: Vec<&str> = status
         .lines()
         .filter_map(|l| l.split_once(':'))

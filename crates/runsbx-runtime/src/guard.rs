@@ -109,8 +109,32 @@ impl Outcome {
 }
 
 /// VmRSS of a live process, in bytes.
+/// The workload's resident memory (any live thread shows the whole
+/// process's), `None` once every thread is gone.
 pub fn rss(pid: i32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    rss_at(&live_task(pid)?)
+}
+
+/// The /proc directory of a live thread of process `pid`: /proc/<pid> while
+/// its leader lives, else /proc/<pid>/task/<tid> of a thread still running.
+/// Stops: a workload ending its main thread to hide from the RSS ceiling and
+/// the posture check (the leader then stays a zombie with no memory map and
+/// no namespace links, while its other threads run on). `None`: every
+/// thread is gone.
+pub fn live_task(pid: i32) -> Option<std::path::PathBuf> {
+    let base = std::path::PathBuf::from(format!("/proc/{pid}"));
+    if rss_at(&base).is_some() {
+        return Some(base);
+    }
+    std::fs::read_dir(base.join("task"))
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| rss_at(p).is_some())
+}
+
+fn rss_at(proc_dir: &Path) -> Option<u64> {
+    let status = std::fs::read_to_string(proc_dir.join("status")).ok()?;
     status_field(&status, "VmRSS:")?
         .split_whitespace()
         .next()?

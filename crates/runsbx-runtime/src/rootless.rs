@@ -267,14 +267,23 @@ pub fn check_spec(spec: &Spec, uid: u32, gid: u32, delegated: Option<&Delegation
             limits.join(", ")
         )));
     }
-    let userns = linux
-        .and_then(|l| l.namespaces().as_ref())
-        .is_some_and(|ns| {
-            ns.iter().any(|n| {
-                n.typ() == libcontainer::oci_spec::runtime::LinuxNamespaceType::User
-                    && n.path().is_none()
-            })
-        });
+    let new_ns = |t: libcontainer::oci_spec::runtime::LinuxNamespaceType| {
+        linux
+            .and_then(|l| l.namespaces().as_ref())
+            .is_some_and(|ns| ns.iter().any(|n| n.typ() == t && n.path().is_none()))
+    };
+    // Stops: processes a rootless workload forks outliving kill --all,
+    // delete and --timeout. Without a cgroup those reach init only, and only
+    // a pid namespace of its own makes SIGKILL to init end every process.
+    if !new_ns(libcontainer::oci_spec::runtime::LinuxNamespaceType::Pid) {
+        return Err(RuntimeError::Spec(
+            "linux.namespaces has no new pid namespace: rootless runsbx needs one, since without a \
+             cgroup only init's pid namespace holds the container's processes \
+             (`runsbx spec --rootless` writes a config that has it)"
+                .into(),
+        ));
+    }
+    let userns = new_ns(libcontainer::oci_spec::runtime::LinuxNamespaceType::User);
     if !userns {
         return Err(RuntimeError::Spec(
             "linux.namespaces has no new user namespace: an ordinary user needs one \
@@ -479,7 +488,7 @@ mod tests {
 
     fn userns_linux(extra: serde_json::Value) -> serde_json::Value {
         let mut l = serde_json::json!({
-            "namespaces": [{"type": "user"}, {"type": "mount"}],
+            "namespaces": [{"type": "user"}, {"type": "pid"}, {"type": "mount"}],
             "uidMappings": [{"containerID": 0, "hostID": 1000, "size": 1}],
             "gidMappings": [{"containerID": 0, "hostID": 1000, "size": 1}],
         });
@@ -533,11 +542,17 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("process.user 1000"), "{err}");
-        let none = spec(serde_json::json!({"namespaces": [{"type": "mount"}]}));
+        let none = spec(serde_json::json!({"namespaces": [{"type": "pid"}, {"type": "mount"}]}));
         assert!(check_spec(&none, 1000, 1000, None)
             .unwrap_err()
             .to_string()
             .contains("user namespace"));
+        let shared_pid =
+            spec(serde_json::json!({"namespaces": [{"type": "user"}, {"type": "mount"}]}));
+        assert!(check_spec(&shared_pid, 1000, 1000, None)
+            .unwrap_err()
+            .to_string()
+            .contains("no new pid namespace"));
     }
 
     #[test]

@@ -93,10 +93,12 @@ pub fn join(pid: i32, uid: u32, delegated: Option<&Path>) -> Result<bool, ShimEr
     if owner != uid {
         return Ok(false);
     }
-    setns(&ns, CloneFlags::CLONE_NEWUSER)
-        .map_err(|e| ShimError::Step("join the container's user namespace", e))?;
+    // Non-dumpable before the join: no moment in which the container's
+    // root could attach to a runsbx inside its user namespace.
     nix::sys::prctl::set_dumpable(false)
         .map_err(|e| ShimError::Step("make runsbx non-dumpable", e))?;
+    setns(&ns, CloneFlags::CLONE_NEWUSER)
+        .map_err(|e| ShimError::Step("join the container's user namespace", e))?;
     private_mounts(delegated)?;
     Ok(true)
 }
@@ -117,7 +119,10 @@ pub fn join(pid: i32, uid: u32, delegated: Option<&Path>) -> Result<bool, ShimEr
 pub fn join_as_root(pid: i32) -> Result<bool, ShimError> {
     let ns = File::open(format!("/proc/{pid}/ns/user"))
         .map_err(|e| ShimError::Step("open the container's user namespace", io_errno(&e)))?;
-    let theirs = std::fs::metadata(format!("/proc/{pid}/ns/user"))
+    // The namespace that was opened, not a second lookup of the path (the
+    // pid could be reused in between).
+    let theirs = ns
+        .metadata()
         .map_err(|e| ShimError::Step("stat the container's user namespace", io_errno(&e)))?;
     let ours = std::fs::metadata("/proc/self/ns/user")
         .map_err(|e| ShimError::Step("stat runsbx's user namespace", io_errno(&e)))?;

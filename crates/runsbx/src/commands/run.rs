@@ -184,12 +184,7 @@ pub fn foreground(
     let mut outcome = Outcome::finished(pid.as_raw(), done, killed_for, peak, started_at.elapsed());
     outcome.denials = denials.finish();
     if !keep {
-        // init is reaped, so the container is stopped: a plain delete, with
-        // --force only if the state says otherwise.
-        match ctx.rt.delete(&id, false) {
-            Err(runsbx_runtime::RuntimeError::WrongState { .. }) => ctx.rt.delete(&id, true)?,
-            other => other?,
-        }
+        ctx.rt.delete(&id, true)?;
     }
     sup.finish(&outcome)?;
     Ok(outcome.status.clamp(0, 255) as u8)
@@ -315,8 +310,9 @@ impl Denials {
 }
 
 fn check_posture(pid: i32, expect: &Expect) -> Result<()> {
-    let off =
-        guard::posture(Path::new(&format!("/proc/{pid}")), expect).map_err(anyhow::Error::msg)?;
+    // A live thread's view: the leader may have ended while others run.
+    let dir = guard::live_task(pid).unwrap_or_else(|| PathBuf::from(format!("/proc/{pid}")));
+    let off = guard::posture(&dir, expect).map_err(anyhow::Error::msg)?;
     if !off.is_empty() {
         bail!("posture check failed, not running: {}", off.join("; "));
     }

@@ -349,7 +349,8 @@ fn direct(ctx: &Ctx, a: Sandbox) -> Result<u8> {
             bounding_may_remain: true,
             ..sandbox_posture()
         };
-        let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+        let proc_dir = runsbx_runtime::guard::live_task(pid.as_raw())
+            .unwrap_or_else(|| PathBuf::from(format!("/proc/{pid}")));
         let checked = runsbx_runtime::guard::posture(&proc_dir, &expect)
             .map_err(anyhow::Error::msg)
             .and_then(|off| match off.is_empty() {
