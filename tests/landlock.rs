@@ -67,35 +67,10 @@ fn with(base: &[&str], extra: &[&str]) -> Vec<String> {
     base.iter().chain(extra).map(|s| s.to_string()).collect()
 }
 
-/// The static probe: `$RUNSBX_PROBE` (hack/test sets it), else built once
-/// per test process with hack/build-probe.
-fn probe_path() -> PathBuf {
-    static PROBE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    PROBE
-        .get_or_init(|| {
-            if let Some(p) = std::env::var_os("RUNSBX_PROBE") {
-                return PathBuf::from(p);
-            }
-            let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-            let out = Command::new(repo.join("hack/build-probe"))
-                .current_dir(&repo)
-                .stdin(Stdio::null())
-                .output()
-                .expect("spawn hack/build-probe");
-            assert!(
-                out.status.success(),
-                "RUNSBX_PROBE is unset and hack/build-probe failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-        })
-        .clone()
-}
-
 /// A busybox bundle with the probe at /probe and the layout in the module doc.
 fn probe_bundle(env: &Env, name: &str) -> Bundle {
     let b = env.bundle(name, &["/probe"]);
-    b.add_file(&probe_path(), "/probe");
+    b.add_file(&probe_bin(), "/probe");
     let root = b.dir.join("rootfs");
     fs::write(root.join("secret"), "secret\n").unwrap();
     fs::create_dir_all(root.join("ro")).unwrap();

@@ -394,20 +394,7 @@ fn init_runs_from_a_sealed_copy_when_its_pid_namespace_is_shared() {
     let id = unique_id("seal");
     env.ok(&["create", "--bundle", b.path(), &id]);
     let pid = env.state(&id)["pid"].as_i64().unwrap();
-    let exe = fs::read_link(format!("/proc/{pid}/exe")).unwrap();
-    assert!(
-        exe.to_string_lossy().starts_with("/memfd:runsbx"),
-        "init runs from {exe:?}"
-    );
-    // Writing through it fails: busy while executed, sealed (EPERM) after.
-    let err = fs::OpenOptions::new()
-        .write(true)
-        .open(format!("/proc/{pid}/exe"))
-        .unwrap_err();
-    assert!(
-        matches!(err.raw_os_error(), Some(libc::EPERM) | Some(libc::ETXTBSY)),
-        "{err}"
-    );
+    assert_sealed_exe(pid, "init");
     env.ok(&["delete", "--force", &id]);
 
     // A created container in its own pid namespace too: until `start`,
@@ -416,11 +403,7 @@ fn init_runs_from_a_sealed_copy_when_its_pid_namespace_is_shared() {
     let id = unique_id("seal2");
     env.ok(&["create", "--bundle", b.path(), &id]);
     let pid = env.state(&id)["pid"].as_i64().unwrap();
-    let exe = fs::read_link(format!("/proc/{pid}/exe")).unwrap();
-    assert!(
-        exe.to_string_lossy().starts_with("/memfd:runsbx"),
-        "init runs from {exe:?}"
-    );
+    assert_sealed_exe(pid, "init");
     env.ok(&["delete", "--force", &id]);
 }
 

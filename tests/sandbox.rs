@@ -369,19 +369,7 @@ fn sigterm_to_runsbx_stops_the_sandbox() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    for _ in 0..500 {
-        let pid = fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|t| t.trim().parse::<i32>().ok());
-        let running = pid.is_some_and(|p| {
-            fs::read_link(format!("/proc/{p}/exe"))
-                .is_ok_and(|e| e.to_string_lossy().contains("python3"))
-        });
-        if running {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_for_python(&pid_file);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGTERM,

@@ -461,3 +461,22 @@ impl Drop for Cleanup<'_> {
         }
     }
 }
+
+/// Asserts that process `pid` runs from runsbx's sealed memfd copy and that
+/// nothing can write through its /proc/<pid>/exe (CVE-2019-5736): busy
+/// while executed, sealed (EPERM) after.
+pub fn assert_sealed_exe(pid: impl std::fmt::Display, who: &str) {
+    let exe = fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    assert!(
+        exe.to_string_lossy().starts_with("/memfd:runsbx"),
+        "{who} runs from {exe:?}"
+    );
+    let err = fs::OpenOptions::new()
+        .write(true)
+        .open(format!("/proc/{pid}/exe"))
+        .unwrap_err();
+    assert!(
+        matches!(err.raw_os_error(), Some(libc::EPERM) | Some(libc::ETXTBSY)),
+        "{err}"
+    );
+}

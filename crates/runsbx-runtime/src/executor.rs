@@ -142,6 +142,17 @@ impl SandboxExecutor {
     }
 }
 
+/// The container's PATH: from process.env, else execvp's default. `check`
+/// resolves the executable with the same one.
+pub(crate) fn path_var(process: &libcontainer::oci_spec::runtime::Process) -> &str {
+    process
+        .env()
+        .iter()
+        .flatten()
+        .find_map(|e| e.strip_prefix("PATH="))
+        .unwrap_or("/usr/local/bin:/usr/bin:/bin")
+}
+
 /// process.args[0] resolved the way execvp would, with the container's PATH.
 fn resolve(spec: &Spec) -> Result<(PathBuf, Vec<String>), String> {
     let process = spec
@@ -157,13 +168,7 @@ fn resolve(spec: &Spec) -> Result<(PathBuf, Vec<String>), String> {
     if name.contains('/') {
         return Ok((PathBuf::from(name), args));
     }
-    let path_var = process
-        .env()
-        .iter()
-        .flatten()
-        .find_map(|e| e.strip_prefix("PATH="))
-        .unwrap_or("/usr/local/bin:/usr/bin:/bin");
-    for dir in path_var.split(':').filter(|d| !d.is_empty()) {
+    for dir in path_var(process).split(':').filter(|d| !d.is_empty()) {
         let candidate = Path::new(dir).join(name);
         if candidate.is_file() {
             return Ok((candidate, args));

@@ -132,14 +132,11 @@ pub fn find_executable(bundle: &Bundle) -> Result<Executable> {
     let (shown, container_path) = if name.contains('/') {
         (PathBuf::from(&name), cwd.join(&name))
     } else {
-        let path_var = process
-            .env()
-            .iter()
-            .flatten()
-            .find_map(|e| e.strip_prefix("PATH="))
-            .unwrap_or("/usr/local/bin:/usr/bin:/bin");
         let mut found = None;
-        for dir in path_var.split(':').filter(|d| !d.is_empty()) {
+        for dir in crate::executor::path_var(process)
+            .split(':')
+            .filter(|d| !d.is_empty())
+        {
             let candidate = Path::new(dir).join(&name);
             match view.resolve(&cwd.join(&candidate)) {
                 Ok(Ok(host)) if std::fs::metadata(&host).is_ok_and(|m| m.is_file()) => {
