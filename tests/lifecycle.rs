@@ -173,6 +173,78 @@ fn run_keep_and_detach() {
     assert!(env.state_entries().is_empty());
 }
 
+/// A foreground `run` of a bundle that asks for no resource and no cgroup
+/// path creates no cgroup (the cgroup would hold no rule): ps and kill --all
+/// find the processes through init's pid namespace; pause says there is no
+/// cgroup. Asking for a resource gives the container its cgroup again.
+#[test]
+fn foreground_run_without_resources_needs_no_cgroup() {
+    let env = Env::new();
+    for resources in [false, true] {
+        let mut b = env.bundle(
+            &format!("b{resources}"),
+            &["sh", "-c", "sleep 1000 & exec sleep 1001"],
+        );
+        if resources {
+            b.config["linux"]["resources"] = serde_json::json!({ "pids": { "limit": 64 } });
+            b.save();
+        }
+        let id = unique_id("nocg");
+        let mut run = env
+            .cmd()
+            .args(["run", "--bundle", b.path(), &id])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut pids = Vec::new();
+        for _ in 0..500 {
+            let ps = env.run(&["ps", "--format", "json", &id]);
+            if ps.status.success() {
+                pids = serde_json::from_slice::<Vec<i32>>(&ps.stdout).unwrap();
+                if pids.len() == 2 {
+                    break;
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(pids.len(), 2, "resources={resources}: ps gave {pids:?}");
+        assert_eq!(
+            !cgroups_named(&id).is_empty(),
+            resources,
+            "resources={resources}"
+        );
+        let init = env.state(&id)["pid"].as_i64().unwrap() as i32;
+        let child = *pids.iter().find(|p| **p != init).unwrap();
+        if !resources {
+            assert_one_line_error(&env.run(&["pause", &id]), "has no cgroup");
+        }
+        // Init (pid 1 of its namespace) ignores SIGTERM; the child dies.
+        env.ok(&["kill", "--all", &id, "TERM"]);
+        for _ in 0..300 {
+            if !pid_alive(child) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(
+            !pid_alive(child),
+            "resources={resources}: kill --all missed {child}"
+        );
+        assert!(pid_alive(init), "resources={resources}");
+        env.ok(&["kill", &id, "KILL"]);
+        assert_eq!(
+            run.wait().unwrap().code(),
+            Some(137),
+            "resources={resources}"
+        );
+        assert!(
+            cgroups_named(&id).is_empty(),
+            "resources={resources}: cgroup left"
+        );
+    }
+    assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
+}
+
 #[test]
 fn exec_into_running_container() {
     let env = Env::new();

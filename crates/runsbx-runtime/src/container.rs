@@ -431,7 +431,7 @@ impl Runtime {
         let status = c.status();
         if all {
             if read_starttime(&self.dir(id)).without_cgroup() {
-                return signal_init(&c, signal);
+                return signal_pidns(&c, signal);
             }
             return signal_cgroup(id, &self.cgroup(&c)?, signal);
         }
@@ -564,6 +564,9 @@ impl Runtime {
             signal_init(&c, Signal::SIGKILL)?;
             wait_init_gone(&c);
         }
+        if no_cgroup && c.intel_rdt_dir().is_none() {
+            return Self::remove_without_cgroup(&mut c);
+        }
         // One manager for the whole delete: building one scans mountinfo
         // once per controller.
         let manager = match no_cgroup {
@@ -610,6 +613,31 @@ impl Runtime {
                 Err(e) => return Err(RuntimeError::lc(format!("container {id:?}"), e)),
             }
         }
+    }
+
+    /// libcontainer's delete, less the cgroup it does not have: its cgroup
+    /// manager would scan mountinfo once per v1 controller to find nothing.
+    /// Init is gone (`delete` killed it): run the poststop hooks, remove the
+    /// state dir.
+    fn remove_without_cgroup(c: &mut Container) -> Result<()> {
+        let id = c.id().to_string();
+        c.refresh_status()
+            .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))?;
+        if c.status() != ContainerStatus::Stopped {
+            return Err(RuntimeError::Init(format!(
+                "container {:?}: init still alive after SIGKILL; not deleting",
+                c.id()
+            )));
+        }
+        if let Ok(config) = c.spec() {
+            let hooks = config.hooks.as_ref().and_then(|h| h.poststop().clone());
+            libcontainer::hooks::run_hooks(hooks.as_ref(), Some(&c.state), None, None, None)
+                .map_err(|e| {
+                    RuntimeError::Init(format!("container {:?}: poststop hook: {e}", c.id()))
+                })?;
+        }
+        fs::remove_dir_all(&c.root)
+            .map_err(|e| RuntimeError::io(format!("remove {}", c.root.display()), e))
     }
 
     /// `delete --force` of a container whose state.json cannot be loaded
@@ -683,7 +711,10 @@ impl Runtime {
         use libcgroups::common::CgroupManager;
         let c = self.load(id)?;
         if read_starttime(&self.dir(id)).without_cgroup() {
-            return Err(no_cgroup(id, "list its processes"));
+            return match (c.status(), c.pid()) {
+                (ContainerStatus::Stopped, _) | (_, None) => Ok(Vec::new()),
+                (_, Some(pid)) => crate::pidns::members(pid.as_raw()),
+            };
         }
         let mut pids: Vec<i32> = self
             .cgroup(&c)?
@@ -1033,80 +1064,83 @@ impl SidecarHead {
 fn no_cgroup(id: &str, what: &str) -> RuntimeError {
     RuntimeError::Init(format!(
         "container {id:?} has no cgroup to {what} (made by a rootless runsbx without a delegated \
-         cgroup, or a foreground run that needed none; see `run` in docs/runsbx.1.md and docs/rootless.md)"
+         cgroup, or a foreground run of a bundle without linux.resources and linux.cgroupsPath: \
+         give it a cgroupsPath to have one; see `run` in docs/runsbx.1.md and docs/rootless.md)"
     ))
 }
 
 /// The cgroup-free decision was made on runsbx's own parse of config.json,
 /// and libcontainer read the file again. Stops: a config swapped in between
-/// (one sharing the host's pid or user namespace) running without a cgroup,
-/// where kill and delete would reach init only. Fails closed.
+/// (one sharing the host's pid namespace) running without a cgroup, where
+/// kill and delete would reach init only and its children would outlive
+/// it. Fails closed.
 fn verify_cgroup_free(pid: i32) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
-    for ns in ["pid", "user"] {
-        let stat = |p: String| {
-            fs::metadata(&p)
-                .map(|m| (m.dev(), m.ino()))
-                .map_err(|e| RuntimeError::io(p, e))
-        };
-        if pid <= 0 || stat(format!("/proc/{pid}/ns/{ns}"))? == stat(format!("/proc/self/ns/{ns}"))?
-        {
-            return Err(RuntimeError::Init(format!(
-                "init shares runsbx's {ns} namespace, but config.json asked for its own when runsbx \
-                 checked it (changed meanwhile?); not running without a cgroup"
-            )));
-        }
+    let stat = |p: String| {
+        fs::metadata(&p)
+            .map(|m| (m.dev(), m.ino()))
+            .map_err(|e| RuntimeError::io(p, e))
+    };
+    if pid <= 0 || stat(format!("/proc/{pid}/ns/pid"))? == stat("/proc/self/ns/pid".into())? {
+        return Err(RuntimeError::Init(
+            "init shares runsbx's pid namespace, but config.json asked for its own when runsbx \
+             checked it (changed meanwhile?); not running without a cgroup"
+                .into(),
+        ));
     }
     Ok(())
 }
 
-/// Whether a container can do without a cgroup, with nothing lost:
-/// - its own pid namespace: SIGKILL to init ends every process in it, so
-///   kill and delete need no cgroup to find them;
-/// - its own user namespace mapping neither host uid 0 nor gid 0: device
-///   nodes cannot be created in it and the host's are closed to it by their
-///   owners, which is what the devices controller would enforce;
-/// - no `linux.resources` (no limit to hold, no device rule), no
-///   `cgroupsPath` (nobody expects a cgroup at a place), no cgroup mount.
+/// Whether a container can do without a cgroup, with nothing lost but
+/// `pause`/`resume`:
+/// - no `linux.resources`: libcontainer (like crun) then writes nothing
+///   into the cgroup, not even a device rule (the devices controller stays
+///   at its parent's "a *:* rwm"), so the cgroup holds no limit and no
+///   barrier, only a list of processes;
+/// - its own pid namespace, which is that list: SIGKILL to init ends every
+///   process in it, and `ps`/`kill --all` find them through it (pidns.rs);
+/// - no `cgroupsPath` (nobody expects a cgroup at a place) and no cgroup
+///   mount (it would show runsbx's empty cgroup view).
 pub fn needs_no_cgroup(spec: &libcontainer::oci_spec::runtime::Spec) -> bool {
     use libcontainer::oci_spec::runtime::LinuxNamespaceType as Ns;
     let Some(linux) = spec.linux() else {
         return false;
     };
-    let own = |t: Ns| {
-        linux
-            .namespaces()
-            .iter()
-            .flatten()
-            .any(|n| n.typ() == t && n.path().is_none())
-    };
-    let maps_host_root = |maps: &Option<Vec<libcontainer::oci_spec::runtime::LinuxIdMapping>>| {
-        maps.iter()
-            .flatten()
-            .any(|m| m.host_id() == 0 || m.size() == 0)
-    };
-    // A bind of a host device (/dev/fuse, /dev/net/tun are open to all)
-    // would lose the devices controller's default deny.
+    let own_pid_ns = linux
+        .namespaces()
+        .iter()
+        .flatten()
+        .any(|n| n.typ() == Ns::Pid && n.path().is_none());
     let cgroup_mount = spec.mounts().iter().flatten().any(|m| {
         matches!(m.typ().as_deref(), Some("cgroup") | Some("cgroup2"))
             || m.source()
                 .as_ref()
-                .is_some_and(|s| s.starts_with("/sys/fs/cgroup") || s.starts_with("/dev"))
+                .is_some_and(|s| s.starts_with("/sys/fs/cgroup"))
     });
-    own(Ns::Pid)
-        && own(Ns::User)
-        && !maps_host_root(linux.uid_mappings())
-        && !maps_host_root(linux.gid_mappings())
-        && linux.uid_mappings().as_ref().is_some_and(|m| !m.is_empty())
-        && linux.resources().is_none()
-        && linux.cgroups_path().is_none()
-        && !cgroup_mount
+    own_pid_ns && linux.resources().is_none() && linux.cgroups_path().is_none() && !cgroup_mount
 }
 
-/// `kill --all` and `delete` of a container without a cgroup: signal its
-/// init. With its own pid namespace (every rootless container runsbx makes
-/// has one), SIGKILL to init kills every process in it; other signals reach
-/// init only (docs/rootless.md).
+/// `kill --all` of a container without a cgroup: every process of its pid
+/// namespace (and below), as the cgroup's list would give them. SIGKILL
+/// goes to init alone: that ends the whole namespace at once, and a
+/// process forking meanwhile cannot outrun it.
+fn signal_pidns(c: &Container, signal: Signal) -> Result<()> {
+    if signal == Signal::SIGKILL || c.status() == ContainerStatus::Stopped {
+        return signal_init(c, signal);
+    }
+    let Some(init) = c.pid() else { return Ok(()) };
+    for pid in crate::pidns::members(init.as_raw())? {
+        match nix::sys::signal::kill(Pid::from_raw(pid), signal) {
+            Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
+            Err(e) => return Err(RuntimeError::sys(format!("kill {} (pid {pid})", c.id()), e)),
+        }
+    }
+    Ok(())
+}
+
+/// `delete` of a container without a cgroup: signal its init. Every
+/// container without one has its own pid namespace (`needs_no_cgroup`,
+/// rootless.rs), so SIGKILL to init kills every process in it.
 fn signal_init(c: &Container, signal: Signal) -> Result<()> {
     if c.status() == ContainerStatus::Stopped {
         return Ok(());
@@ -1144,6 +1178,44 @@ fn read_starttime(dir: &Path) -> SidecarHead {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cgroup_free_only_when_the_cgroup_would_hold_nothing() {
+        let spec = |linux: serde_json::Value, mounts: serde_json::Value| {
+            let v = serde_json::json!({ "ociVersion": "1.0.2", "linux": linux, "mounts": mounts });
+            serde_json::from_value::<libcontainer::oci_spec::runtime::Spec>(v).unwrap()
+        };
+        let own_pid = serde_json::json!([{ "type": "pid" }, { "type": "mount" }]);
+        let none = serde_json::json!([]);
+        assert!(needs_no_cgroup(&spec(
+            serde_json::json!({ "namespaces": own_pid }),
+            none.clone()
+        )));
+        for (linux, mounts) in [
+            (
+                serde_json::json!({ "namespaces": [{ "type": "mount" }] }),
+                none.clone(),
+            ),
+            (
+                serde_json::json!({ "namespaces": [{ "type": "pid", "path": "/proc/1/ns/pid" }] }),
+                none.clone(),
+            ),
+            (
+                serde_json::json!({ "namespaces": own_pid, "resources": {} }),
+                none.clone(),
+            ),
+            (
+                serde_json::json!({ "namespaces": own_pid, "cgroupsPath": "/x" }),
+                none.clone(),
+            ),
+            (
+                serde_json::json!({ "namespaces": own_pid }),
+                serde_json::json!([{ "destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup" }]),
+            ),
+        ] {
+            assert!(!needs_no_cgroup(&spec(linux.clone(), mounts)), "{linux}");
+        }
+    }
 
     #[test]
     fn ids() {

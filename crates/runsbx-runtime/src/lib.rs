@@ -13,6 +13,7 @@ pub mod explain;
 pub mod guard;
 pub mod landlock;
 pub mod monitor;
+pub mod pidns;
 pub mod premount;
 pub mod report;
 pub mod rootless;

@@ -1,0 +1,74 @@
+//! The processes of a container that has no cgroup, found through its
+//! init's pid namespace: `ps` and `kill --all` use them where they would
+//! read the cgroup's process list.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+
+use crate::error::{Result, RuntimeError};
+
+/// `init` and every process in its pid namespace, or below it: a process
+/// in a nested pid namespace descends from one in init's (an orphan is
+/// reparented to the reaper of its own namespace, which is itself inside).
+/// Host PIDs, sorted. A process that exits meanwhile is left out.
+pub fn members(init: i32) -> Result<Vec<i32>> {
+    let ns = |pid: i32| fs::metadata(format!("/proc/{pid}/ns/pid")).map(|m| (m.dev(), m.ino()));
+    let own = ns(init).map_err(|e| RuntimeError::io(format!("pid namespace of init {init}"), e))?;
+    let mut inside: HashSet<i32> = HashSet::from([init]);
+    let mut parent: HashMap<i32, i32> = HashMap::new();
+    let entries = fs::read_dir("/proc").map_err(|e| RuntimeError::io("read /proc", e))?;
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if ns(pid).is_ok_and(|n| n == own) {
+            inside.insert(pid);
+        } else if let Some(ppid) = ppid(pid) {
+            parent.insert(pid, ppid);
+        }
+    }
+    // Descendants of a member, whatever their namespace: repeat until no
+    // process joins (a chain of n nested levels takes n rounds).
+    loop {
+        let joined: Vec<i32> = parent
+            .iter()
+            .filter(|(_, pp)| inside.contains(pp))
+            .map(|(p, _)| *p)
+            .collect();
+        if joined.is_empty() {
+            break;
+        }
+        for p in joined {
+            parent.remove(&p);
+            inside.insert(p);
+        }
+    }
+    let mut out: Vec<i32> = inside.into_iter().collect();
+    out.sort_unstable();
+    Ok(out)
+}
+
+fn ppid(pid: i32) -> Option<i32> {
+    procfs::process::Process::new(pid)
+        .and_then(|p| p.stat())
+        .ok()
+        .map(|s| s.ppid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_process_is_in_its_namespace() {
+        let me = std::process::id() as i32;
+        let all = members(me).unwrap();
+        assert!(all.contains(&me));
+        assert_eq!(ppid(me), Some(nix::unistd::getppid().as_raw()));
+    }
+}
