@@ -32,6 +32,9 @@ pub struct Runtime {
     /// The operator's Landlock layer for every container (`--landlock-default`
     /// or /etc/runsbx/config.json).
     pub landlock_default: LandlockDefault,
+    /// Report read ends of containers this process created to start itself
+    /// (foreground `create`: a pipe, see report.rs), by id.
+    reports: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, ReportReader>>>,
 }
 
 #[derive(Debug, Default)]
@@ -162,6 +165,7 @@ impl Runtime {
             root,
             systemd_cgroup,
             landlock_default,
+            reports: Default::default(),
         }
     }
 
@@ -249,7 +253,10 @@ impl Runtime {
             crate::premount::without_cgroups()?;
             tracing::debug!("{}: needs no cgroup; running without one", opts.id);
         }
-        let report = PendingReport::new(&self.root, &opts.id)?;
+        let report = match opts.foreground {
+            true => PendingReport::pipe()?,
+            false => PendingReport::new(&self.root, &opts.id)?,
+        };
         let executor = SandboxExecutor {
             seccomp,
             landlock: policy.landlock.clone(),
@@ -286,7 +293,12 @@ impl Runtime {
                     return Err(e);
                 }
             }
-            report.commit(&dir)?;
+            if let Some(reader) = report.commit(&dir)? {
+                self.reports
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(opts.id.clone(), reader);
+            }
             let sidecar = Sidecar {
                 starttime: container.pid().and_then(|p| proc_starttime(p.as_raw())),
                 policy,
@@ -379,7 +391,15 @@ impl Runtime {
     pub fn start(&self, id: &str) -> Result<()> {
         let mut c = self.load(id)?;
         require(&c, "start", "created", |s| s == ContainerStatus::Created)?;
-        let reader = ReportReader::open(&self.dir(id))?;
+        let kept = self
+            .reports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+        let reader = match kept {
+            Some(r) => Some(r),
+            None => ReportReader::open(&self.dir(id))?,
+        };
         c.start()
             .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))?;
         if let Some(reader) = reader {

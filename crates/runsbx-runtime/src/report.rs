@@ -2,7 +2,8 @@
 //! `start` (Landlock, seccomp, exec) back to whoever runs `start` or `run`.
 //! libcontainer alone only logs it and exits init with 255.
 //!
-//! A FIFO in the container's state dir. `create` makes it and opens it
+//! A FIFO in the container's state dir (a pipe when the same process
+//! creates and starts: `run`, `sandbox`). `create` makes it and opens it
 //! O_RDWR|O_CLOEXEC before libcontainer forks, so init inherits a descriptor.
 //! `start` opens the read end before it signals init. Then either init writes
 //! its error and exits, or its exec succeeds and the close-on-exec descriptor
@@ -29,10 +30,16 @@ pub const REPORT_FIFO: &str = "runsbx-report.fifo";
 /// How long `start` waits for init to exec or fail before assuming it runs.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A FIFO made before the container dir exists; moved into it once created.
-pub struct PendingReport {
-    path: PathBuf,
-    fd: OwnedFd,
+/// The write end init inherits, made before libcontainer forks.
+pub struct PendingReport(Pending);
+
+enum Pending {
+    /// Made before the container dir exists; moved into it once created,
+    /// for a `start` in another process.
+    Fifo { path: PathBuf, fd: OwnedFd },
+    /// For a caller that starts the container itself (`run`, `sandbox`):
+    /// nothing to create, rename and unlink in the state dir.
+    Pipe { read: OwnedFd, write: OwnedFd },
 }
 
 impl PendingReport {
@@ -51,38 +58,69 @@ impl PendingReport {
                 let _ = fs::remove_file(&path);
                 RuntimeError::io(format!("open {}", path.display()), e)
             })?;
-        Ok(Self {
+        Ok(Self(Pending::Fifo {
             path,
             fd: fd.into(),
-        })
+        }))
+    }
+
+    /// A pipe, for a create whose caller starts the container in the same
+    /// process (`Runtime::start` finds the read end in memory).
+    pub fn pipe() -> Result<Self> {
+        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| RuntimeError::sys("pipe for init's report", e))?;
+        nix::fcntl::fcntl(
+            read.as_raw_fd(),
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+        )
+        .map_err(|e| RuntimeError::sys("pipe for init's report", e))?;
+        Ok(Self(Pending::Pipe { read, write }))
     }
 
     /// The descriptor number init writes its error to.
     pub fn raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+        match &self.0 {
+            Pending::Fifo { fd, .. } => fd.as_raw_fd(),
+            Pending::Pipe { write, .. } => write.as_raw_fd(),
+        }
     }
 
-    /// Moves the FIFO into the container's state dir and drops our copy of
-    /// the descriptor, so that only init keeps it open.
-    pub fn commit(self, container_dir: &Path) -> Result<()> {
+    /// Drops our copy of the write end, so that only init keeps it open; a
+    /// FIFO moves into the container's state dir, a pipe's read end is
+    /// returned.
+    pub fn commit(self, container_dir: &Path) -> Result<Option<ReportReader>> {
+        let (path, _fd) = match self.0 {
+            Pending::Pipe { read, write: _ } => {
+                return Ok(Some(ReportReader {
+                    fd: read,
+                    path: None,
+                }))
+            }
+            Pending::Fifo { path, fd } => (path, fd),
+        };
         let dest = container_dir.join(REPORT_FIFO);
-        let res = fs::rename(&self.path, &dest)
-            .map_err(|e| RuntimeError::io(format!("rename {}", self.path.display()), e));
-        if res.is_err() {
-            let _ = fs::remove_file(&self.path);
+        match fs::rename(&path, &dest) {
+            Ok(()) => Ok(None),
+            Err(e) => {
+                let _ = fs::remove_file(&path);
+                Err(RuntimeError::io(format!("rename {}", path.display()), e))
+            }
         }
-        res
     }
 
     pub fn abandon(self) {
-        let _ = fs::remove_file(&self.path);
+        if let Pending::Fifo { path, .. } = self.0 {
+            let _ = fs::remove_file(path);
+        }
     }
 }
 
 /// The read end, opened by `start` before it signals init.
+#[derive(Debug)]
 pub struct ReportReader {
     fd: OwnedFd,
-    path: PathBuf,
+    /// The FIFO, removed once read; none for a pipe.
+    path: Option<PathBuf>,
 }
 
 impl ReportReader {
@@ -94,7 +132,10 @@ impl ReportReader {
             .custom_flags(libc::O_NONBLOCK)
             .open(&path)
         {
-            Ok(f) => Ok(Some(Self { fd: f.into(), path })),
+            Ok(f) => Ok(Some(Self {
+                fd: f.into(),
+                path: Some(path),
+            })),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(RuntimeError::io(format!("open {}", path.display()), e)),
         }
@@ -128,7 +169,9 @@ impl ReportReader {
                 Err(e) => return Err(RuntimeError::sys("poll init report", e)),
             }
         }
-        let _ = fs::remove_file(&self.path);
+        if let Some(path) = &self.path {
+            let _ = fs::remove_file(path);
+        }
         if msg.is_empty() {
             Ok(())
         } else {
