@@ -13,7 +13,9 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use tracing::field::{Field, Visit};
-use tracing::{Event, Level, Subscriber};
+use tracing::level_filters::LevelFilter;
+use tracing::subscriber::Interest;
+use tracing::{Event, Level, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::prelude::*;
 
@@ -97,16 +99,45 @@ impl Visit for MessageVisitor {
 
 struct TracingLayer(&'static Logger);
 
+impl TracingLayer {
+    /// Events only (no span is ever shown); without `--debug`, runsbx's own
+    /// warnings and errors only.
+    fn wants(&self, meta: &Metadata<'_>) -> bool {
+        meta.is_event()
+            && (self.0.debug
+                || (meta.target().starts_with("runsbx") && *meta.level() <= Level::WARN))
+    }
+}
+
+// Filtering at the callsite, not in on_event: libcontainer's debug events
+// and spans (hundreds a run, in each of its processes) then cost an atomic
+// load instead of a dispatch.
 impl<S: Subscriber> Layer<S> for TracingLayer {
+    fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
+        match self.wants(meta) {
+            true => Interest::always(),
+            false => Interest::never(),
+        }
+    }
+
+    fn enabled(&self, meta: &Metadata<'_>, _ctx: Context<'_, S>) -> bool {
+        self.wants(meta)
+    }
+
+    fn max_level_hint(&self) -> Option<LevelFilter> {
+        Some(match self.0.debug {
+            true => LevelFilter::TRACE,
+            false => LevelFilter::WARN,
+        })
+    }
+
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        let meta = event.metadata();
-        let ours = meta.target().starts_with("runsbx");
-        if !self.0.debug && (!ours || *meta.level() > Level::WARN) {
+        if !self.wants(event.metadata()) {
             return;
         }
         let mut v = MessageVisitor(String::new());
         event.record(&mut v);
-        self.0.write(*meta.level(), v.0.trim());
+        self.0.write(*event.metadata().level(), v.0.trim());
     }
 }
 
