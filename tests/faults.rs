@@ -37,12 +37,34 @@ fn cgroup_pids(id: &str) -> Vec<i32> {
     pids
 }
 
+/// Live (not zombie) processes whose command line mentions `id`, but for
+/// this test's own.
+fn live_pids_mentioning(id: &str) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let Ok(rd) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != me && pid_alive(pid))
+        .filter(|pid| {
+            fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == id.as_bytes()))
+        })
+        .collect()
+}
+
 /// Nothing of `id` left: no entry under the state root (the discovery cache
 /// aside), no cgroup, no process.
 fn assert_gone(env: &Env, id: &str, context: &str) {
     let left = env.state_entries();
     assert!(left.is_empty(), "{context}: state left behind: {left:?}");
     let pids = cgroup_pids(id);
+    assert!(pids.is_empty(), "{context}: processes left: {pids:?}");
+    // A container without a cgroup (a foreground run needs none) has no
+    // cgroup to look in: its init still carries runsbx's command line, with
+    // the id, until it execs the workload.
+    let pids = live_pids_mentioning(id);
     assert!(pids.is_empty(), "{context}: processes left: {pids:?}");
     let cgroups = cgroups_named(id);
     assert!(cgroups.is_empty(), "{context}: cgroups left: {cgroups:?}");

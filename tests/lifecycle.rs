@@ -180,6 +180,7 @@ fn run_keep_and_detach() {
 #[test]
 fn foreground_run_without_resources_needs_no_cgroup() {
     let env = Env::new();
+    let _cleanup = Cleanup(&env);
     for resources in [false, true] {
         let mut b = env.bundle(
             &format!("b{resources}"),
@@ -208,11 +209,11 @@ fn foreground_run_without_resources_needs_no_cgroup() {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         assert_eq!(pids.len(), 2, "resources={resources}: ps gave {pids:?}");
-        assert_eq!(
-            !cgroups_named(&id).is_empty(),
-            resources,
-            "resources={resources}"
-        );
+        let has_cgroup = || !cgroups_named(&id).is_empty();
+        assert_eq!(has_cgroup(), resources, "resources={resources}");
+        // An exec joins the container's cgroup, or none: it makes no cgroup.
+        assert_eq!(env.ok(&["exec", &id, "echo", "in"]), "in\n");
+        assert_eq!(has_cgroup(), resources, "resources={resources}: after exec");
         let init = env.state(&id)["pid"].as_i64().unwrap() as i32;
         let child = *pids.iter().find(|p| **p != init).unwrap();
         if !resources {

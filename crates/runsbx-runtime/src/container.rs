@@ -253,6 +253,11 @@ impl Runtime {
             crate::premount::without_cgroups()?;
             tracing::debug!("{}: needs no cgroup; running without one", opts.id);
         }
+        // Held until the create returns: init polls it (see executor.rs).
+        let parent = match opts.die_with_parent {
+            true => Some(crate::sys::pidfd::open_self()?),
+            false => None,
+        };
         let report = match opts.foreground {
             true => PendingReport::pipe()?,
             false => PendingReport::new(&self.root, &opts.id)?,
@@ -261,7 +266,7 @@ impl Runtime {
             seccomp,
             landlock: policy.landlock.clone(),
             report_fd: Some(report.raw_fd()),
-            die_with_parent: opts.die_with_parent,
+            die_with_parent: parent.as_ref().map(std::os::fd::AsRawFd::as_raw_fd),
             log_denials: opts.log_denials,
             resolved: Default::default(),
             dumpable: rootless,
@@ -656,8 +661,12 @@ impl Runtime {
                     RuntimeError::Init(format!("container {:?}: poststop hook: {e}", c.id()))
                 })?;
         }
-        fs::remove_dir_all(&c.root)
-            .map_err(|e| RuntimeError::io(format!("remove {}", c.root.display()), e))
+        match fs::remove_dir_all(&c.root) {
+            // A concurrent delete (the run's own, after a `delete --force`)
+            // got there first.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            r => r.map_err(|e| RuntimeError::io(format!("remove {}", c.root.display()), e)),
+        }
     }
 
     /// `delete --force` of a container whose state.json cannot be loaded
@@ -769,11 +778,18 @@ impl Runtime {
             }
             false => None,
         };
+        if sidecar.no_cgroup && !crate::rootless::active() {
+            // A container made without a cgroup (`needs_no_cgroup`):
+            // libcontainer would make one at the default path for the
+            // exec'd process alone, which no delete removes. It joins none,
+            // like init.
+            crate::premount::without_cgroups()?;
+        }
         let executor = SandboxExecutor {
             seccomp: sidecar.policy.compile_seccomp()?,
             landlock: sidecar.policy.landlock.clone(),
             report_fd: None,
-            die_with_parent: false,
+            die_with_parent: None,
             log_denials: false,
             resolved: Default::default(),
             dumpable: false,

@@ -69,7 +69,8 @@ pub fn spawn(
         seccomp,
         landlock: policy.landlock,
         report_fd: None,
-        die_with_parent: true,
+        // child() sets it first and checks the parent itself.
+        die_with_parent: None,
         log_denials: false,
         resolved: Default::default(),
         dumpable: false,

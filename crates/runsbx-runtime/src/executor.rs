@@ -37,8 +37,10 @@ pub struct SandboxExecutor {
     /// Write end of the report FIFO (init containers only; libcontainer has
     /// its own channel for exec'd processes).
     pub report_fd: Option<RawFd>,
-    /// Set PR_SET_PDEATHSIG(SIGKILL) in init; it survives the exec.
-    pub die_with_parent: bool,
+    /// Set PR_SET_PDEATHSIG(SIGKILL) in init; it survives the exec. The fd
+    /// is a pidfd of init's parent, the runsbx that creates it
+    /// (`sys::pidfd::open_self`), inherited across libcontainer's forks.
+    pub die_with_parent: Option<RawFd>,
     /// `--report-denials`: seccomp and Landlock log what they refuse to
     /// audit, where `crate::denials` reads it back.
     pub log_denials: bool,
@@ -54,15 +56,22 @@ impl Executor for SandboxExecutor {
         let (path, args) = resolve(spec).map_err(ExecutorValidationError::ArgValidationError)?;
         check_executable(&path).map_err(ExecutorValidationError::ArgValidationError)?;
         let _ = self.resolved.set((path, args));
-        if self.die_with_parent {
+        if let Some(parent) = self.die_with_parent {
             // init is a child of the runsbx process (CLONE_PARENT); when
-            // that process dies, the kernel kills the workload. Set here, it
-            // leaves a window: runsbx killed during create, before this
-            // line, leaves a created container whose init waits for a
-            // start that never comes (`delete --force` removes it).
+            // that process dies, the kernel kills the workload. A runsbx
+            // killed before this line is no longer init's parent: stop
+            // rather than wait for a start that never comes. Without a
+            // cgroup (`needs_no_cgroup`) nothing else would find that init.
             nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(|e| {
                 ExecutorValidationError::ArgValidationError(format!("PR_SET_PDEATHSIG: {e}"))
             })?;
+            // Not getppid(): in its own pid namespace init sees 0 for a
+            // parent outside it, alive or not.
+            if !matches!(crate::sys::pidfd::exited(parent), Ok(false)) {
+                return Err(ExecutorValidationError::ArgValidationError(
+                    "runsbx exited during create".into(),
+                ));
+            }
         }
         if self.dumpable {
             // Rootless: entering the user namespace made init non-dumpable,

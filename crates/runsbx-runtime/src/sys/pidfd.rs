@@ -2,7 +2,7 @@
 //! over a unix socket, as runc does for containerd.
 
 use std::io::IoSlice;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
 use nix::sys::socket::{
@@ -21,6 +21,30 @@ fn pidfd_open(pid: Pid) -> std::io::Result<OwnedFd> {
     }
     // SAFETY: the kernel just returned this descriptor; we are its only owner.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// A pidfd of the calling process (close-on-exec, as every pidfd), which a
+/// child it forks can poll to learn whether it still lives, in any pid
+/// namespace (where getppid() says 0 for a parent outside).
+pub fn open_self() -> Result<OwnedFd> {
+    pidfd_open(nix::unistd::getpid()).map_err(|e| RuntimeError::io("pidfd_open(self)", e))
+}
+
+/// Whether the process behind `pidfd` has exited (its pidfd polls readable).
+pub fn exited(pidfd: RawFd) -> std::io::Result<bool> {
+    let mut fds = [libc::pollfd {
+        fd: pidfd,
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    // SAFETY: one valid pollfd, its length, no timeout.
+    match unsafe { libc::poll(fds.as_mut_ptr(), 1, 0) } {
+        n if n < 0 => Err(std::io::Error::last_os_error()),
+        _ if fds[0].revents & libc::POLLNVAL != 0 => {
+            Err(std::io::Error::from_raw_os_error(libc::EBADF))
+        }
+        _ => Ok(fds[0].revents & libc::POLLIN != 0),
+    }
 }
 
 pub fn send(socket_path: &Path, pid: Pid) -> Result<()> {
