@@ -41,12 +41,24 @@ fn code(out: &Output) -> i32 {
 
 /// Runs `cmd` with stdout/stderr in files (a detached container's monitor
 /// may inherit them; a pipe would block `output()`), stdin from `input`.
-fn run_cmd(mut cmd: Command, dir: &Path, input: Option<&str>) -> Output {
+fn run_cmd(cmd: Command, dir: &Path, input: Option<&str>) -> Output {
+    run_with_stdin(cmd, dir, input, false)
+}
+
+/// A command under `with_pty`: script's stdin stays open until it exits.
+/// At EOF on its stdin script would end the session early, racing the
+/// container (seen as an exit code other than the workload's and a stray
+/// `^@` on the pty).
+fn run_pty(cmd: Command, dir: &Path) -> Output {
+    run_with_stdin(cmd, dir, None, true)
+}
+
+fn run_with_stdin(mut cmd: Command, dir: &Path, input: Option<&str>, hold: bool) -> Output {
     let n = unique_id("o");
     let (o, e) = (dir.join(format!("{n}.out")), dir.join(format!("{n}.err")));
     cmd.stdout(fs::File::create(&o).unwrap())
         .stderr(fs::File::create(&e).unwrap());
-    cmd.stdin(if input.is_some() {
+    cmd.stdin(if input.is_some() || hold {
         Stdio::piped()
     } else {
         Stdio::null()
@@ -55,7 +67,9 @@ fn run_cmd(mut cmd: Command, dir: &Path, input: Option<&str>) -> Output {
     if let Some(i) = input {
         child.stdin.take().unwrap().write_all(i.as_bytes()).unwrap();
     }
+    let held = child.stdin.take();
     let status = child.wait().unwrap();
+    drop(held);
     Output {
         status,
         stdout: fs::read(&o).unwrap(),
@@ -236,7 +250,7 @@ impl Podman {
     fn pty(&self, rt: Rt, args: &str) -> Output {
         let mut c = with_pty(&format!("podman --runtime {} {args}", self.runtime(rt)));
         c.envs(self.envs.iter().map(|(k, v)| (k, v)));
-        run_cmd(c, self.dir(), None)
+        run_pty(c, self.dir())
     }
 
     /// Nothing left of podman's containers: no process, mount, cgroup or
@@ -762,7 +776,7 @@ fn containerd_run_rm_image_rootfs_exit_code_tty() {
             c.sock
         ));
         cmd.current_dir(c.dir());
-        let out = run_cmd(cmd, c.dir(), None);
+        let out = run_pty(cmd, c.dir());
         assert_eq!(code(&out), 5, "{rt:?}: {:?}", text(&out));
         assert!(text(&out).0.contains("TTY"), "{rt:?}: {:?}", text(&out));
     }

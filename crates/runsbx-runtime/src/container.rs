@@ -210,7 +210,22 @@ impl Runtime {
         // Root's fast path: cgroup set-up and removal are a third of a
         // container's start on a v1 host, and a foreground container that
         // asks for no limit needs none (see `needs_no_cgroup`).
-        let cgroup_free = !rootless && opts.foreground && needs_no_cgroup(&bundle.spec);
+        // A pidfd of this process, held until the create returns: init
+        // polls it (executor.rs). Without one (pidfd_open refused by an
+        // outer seccomp profile, or a kernel before 5.3) init only gets
+        // PDEATHSIG, and a create killed early could leave it waiting: then
+        // the container needs a cgroup for delete --force to find it.
+        let parent = match opts.die_with_parent {
+            true => crate::sys::pidfd::open_self()
+                .map_err(|e| tracing::debug!("{e}; init cannot check on runsbx"))
+                .ok(),
+            false => None,
+        };
+        let cgroup_free = !rootless
+            && opts.foreground
+            && !self.systemd_cgroup
+            && (parent.is_some() || !opts.die_with_parent)
+            && needs_no_cgroup(&bundle.spec);
         let delegated = crate::rootless::delegated().filter(|_| rootless);
         if rootless {
             crate::rootless::require_shim()?;
@@ -253,11 +268,6 @@ impl Runtime {
             crate::premount::without_cgroups()?;
             tracing::debug!("{}: needs no cgroup; running without one", opts.id);
         }
-        // Held until the create returns: init polls it (see executor.rs).
-        let parent = match opts.die_with_parent {
-            true => Some(crate::sys::pidfd::open_self()?),
-            false => None,
-        };
         let report = match opts.foreground {
             true => PendingReport::pipe()?,
             false => PendingReport::new(&self.root, &opts.id)?,
@@ -266,7 +276,8 @@ impl Runtime {
             seccomp,
             landlock: policy.landlock.clone(),
             report_fd: Some(report.raw_fd()),
-            die_with_parent: parent.as_ref().map(std::os::fd::AsRawFd::as_raw_fd),
+            die_with_parent: opts.die_with_parent,
+            parent_pidfd: parent.as_ref().map(std::os::fd::AsRawFd::as_raw_fd),
             log_denials: opts.log_denials,
             resolved: Default::default(),
             dumpable: rootless,
@@ -294,7 +305,10 @@ impl Runtime {
             if cgroup_free {
                 let pid = container.pid().map(|p| p.as_raw()).unwrap_or(0);
                 if let Err(e) = verify_cgroup_free(pid) {
-                    let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+                    // Not pid 0: that would be runsbx's own process group.
+                    if pid > 0 {
+                        let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+                    }
                     return Err(e);
                 }
             }
@@ -584,13 +598,14 @@ impl Runtime {
         }
         // A container without a cgroup: its init stands for it (a
         // SIGKILL to init ends its whole pid namespace; see rootless.rs).
-        let no_cgroup = read_starttime(&dir).without_cgroup();
+        let head = read_starttime(&dir);
+        let no_cgroup = head.without_cgroup();
         if no_cgroup && status != ContainerStatus::Stopped {
             signal_init(&c, Signal::SIGKILL)?;
             wait_init_gone(&c);
         }
         if no_cgroup && c.intel_rdt_dir().is_none() {
-            return Self::remove_without_cgroup(&mut c);
+            return Self::remove_without_cgroup(&mut c, head.starttime);
         }
         // One manager for the whole delete: building one scans mountinfo
         // once per controller.
@@ -644,11 +659,16 @@ impl Runtime {
     /// manager would scan mountinfo once per v1 controller to find nothing.
     /// Init is gone (`delete` killed it): run the poststop hooks, remove the
     /// state dir.
-    fn remove_without_cgroup(c: &mut Container) -> Result<()> {
-        let id = c.id().to_string();
-        c.refresh_status()
-            .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))?;
-        if c.status() != ContainerStatus::Stopped {
+    fn remove_without_cgroup(c: &mut Container, starttime: Option<u64>) -> Result<()> {
+        // Not libcontainer's refresh_status: a stranger that took init's
+        // pid would read as a live init and block the delete for good.
+        let alive = c.pid().is_some_and(|pid| {
+            let stat = procfs::process::Process::new(pid.as_raw()).and_then(|p| p.stat());
+            stat.is_ok_and(|s| {
+                !matches!(s.state, 'Z' | 'X') && starttime.is_none_or(|t| t == s.starttime)
+            })
+        });
+        if alive {
             return Err(RuntimeError::Init(format!(
                 "container {:?}: init still alive after SIGKILL; not deleting",
                 c.id()
@@ -789,7 +809,8 @@ impl Runtime {
             seccomp: sidecar.policy.compile_seccomp()?,
             landlock: sidecar.policy.landlock.clone(),
             report_fd: None,
-            die_with_parent: None,
+            die_with_parent: false,
+            parent_pidfd: None,
             log_denials: false,
             resolved: Default::default(),
             dumpable: false,
@@ -1135,8 +1156,9 @@ fn verify_cgroup_free(pid: i32) -> Result<()> {
 ///   barrier, only a list of processes;
 /// - its own pid namespace, which is that list: SIGKILL to init ends every
 ///   process in it, and `ps`/`kill --all` find them through it (pidns.rs);
-/// - no `cgroupsPath` (nobody expects a cgroup at a place) and no cgroup
-///   mount (it would show runsbx's empty cgroup view).
+/// - no `cgroupsPath` (nobody expects a cgroup at a place), no cgroup
+///   mount (it would show runsbx's empty cgroup view) and no hook (a hook
+///   may look for the container's cgroup).
 pub fn needs_no_cgroup(spec: &libcontainer::oci_spec::runtime::Spec) -> bool {
     use libcontainer::oci_spec::runtime::LinuxNamespaceType as Ns;
     let Some(linux) = spec.linux() else {
@@ -1153,7 +1175,11 @@ pub fn needs_no_cgroup(spec: &libcontainer::oci_spec::runtime::Spec) -> bool {
                 .as_ref()
                 .is_some_and(|s| s.starts_with("/sys/fs/cgroup"))
     });
-    own_pid_ns && linux.resources().is_none() && linux.cgroups_path().is_none() && !cgroup_mount
+    own_pid_ns
+        && linux.resources().is_none()
+        && linux.cgroups_path().is_none()
+        && !cgroup_mount
+        && spec.hooks().is_none()
 }
 
 /// `kill --all` of a container without a cgroup: every process of its pid
@@ -1223,10 +1249,11 @@ mod tests {
         };
         let own_pid = serde_json::json!([{ "type": "pid" }, { "type": "mount" }]);
         let none = serde_json::json!([]);
-        assert!(needs_no_cgroup(&spec(
-            serde_json::json!({ "namespaces": own_pid }),
-            none.clone()
-        )));
+        let plain = spec(serde_json::json!({ "namespaces": own_pid }), none.clone());
+        assert!(needs_no_cgroup(&plain));
+        let mut hooked = plain.clone();
+        hooked.set_hooks(Some(Default::default()));
+        assert!(!needs_no_cgroup(&hooked), "a hook may look for the cgroup");
         for (linux, mounts) in [
             (
                 serde_json::json!({ "namespaces": [{ "type": "mount" }] }),

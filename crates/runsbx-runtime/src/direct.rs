@@ -69,8 +69,9 @@ pub fn spawn(
         seccomp,
         landlock: policy.landlock,
         report_fd: None,
-        // child() sets it first and checks the parent itself.
-        die_with_parent: None,
+        die_with_parent: true,
+        // child() checks the parent itself (no pid namespace: getppid works).
+        parent_pidfd: None,
         log_denials: false,
         resolved: Default::default(),
         dumpable: false,

@@ -37,10 +37,12 @@ pub struct SandboxExecutor {
     /// Write end of the report FIFO (init containers only; libcontainer has
     /// its own channel for exec'd processes).
     pub report_fd: Option<RawFd>,
-    /// Set PR_SET_PDEATHSIG(SIGKILL) in init; it survives the exec. The fd
-    /// is a pidfd of init's parent, the runsbx that creates it
-    /// (`sys::pidfd::open_self`), inherited across libcontainer's forks.
-    pub die_with_parent: Option<RawFd>,
+    /// Set PR_SET_PDEATHSIG(SIGKILL) in init; it survives the exec.
+    pub die_with_parent: bool,
+    /// A pidfd of init's parent, the runsbx that creates it
+    /// (`sys::pidfd::open_self`), inherited across libcontainer's forks:
+    /// with `die_with_parent`, init stops if that runsbx is already gone.
+    pub parent_pidfd: Option<RawFd>,
     /// `--report-denials`: seccomp and Landlock log what they refuse to
     /// audit, where `crate::denials` reads it back.
     pub log_denials: bool,
@@ -56,7 +58,7 @@ impl Executor for SandboxExecutor {
         let (path, args) = resolve(spec).map_err(ExecutorValidationError::ArgValidationError)?;
         check_executable(&path).map_err(ExecutorValidationError::ArgValidationError)?;
         let _ = self.resolved.set((path, args));
-        if let Some(parent) = self.die_with_parent {
+        if self.die_with_parent {
             // init is a child of the runsbx process (CLONE_PARENT); when
             // that process dies, the kernel kills the workload. A runsbx
             // killed before this line is no longer init's parent: stop
@@ -67,7 +69,10 @@ impl Executor for SandboxExecutor {
             })?;
             // Not getppid(): in its own pid namespace init sees 0 for a
             // parent outside it, alive or not.
-            if !matches!(crate::sys::pidfd::exited(parent), Ok(false)) {
+            let gone = self
+                .parent_pidfd
+                .map(|fd| !matches!(crate::sys::pidfd::exited(fd), Ok(false)));
+            if gone == Some(true) {
                 return Err(ExecutorValidationError::ArgValidationError(
                     "runsbx exited during create".into(),
                 ));

@@ -15,6 +15,14 @@ use crate::error::{Result, RuntimeError};
 pub fn members(init: i32) -> Result<Vec<i32>> {
     let ns = |pid: i32| fs::metadata(format!("/proc/{pid}/ns/pid")).map(|m| (m.dev(), m.ino()));
     let own = ns(init).map_err(|e| RuntimeError::io(format!("pid namespace of init {init}"), e))?;
+    // Stops: a recycled pid (or a container sharing the host's namespace)
+    // turning `ps` into a list, and `kill --all` into a signal, of every
+    // process on the host.
+    if ns(std::process::id() as i32).is_ok_and(|me| me == own) {
+        return Err(RuntimeError::Init(format!(
+            "pid {init} is in runsbx's own pid namespace, not a container's: not walking it"
+        )));
+    }
     let mut inside: HashSet<i32> = HashSet::from([init]);
     let mut parent: HashMap<i32, i32> = HashMap::new();
     let entries = fs::read_dir("/proc").map_err(|e| RuntimeError::io("read /proc", e))?;
@@ -65,10 +73,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn own_process_is_in_its_namespace() {
+    fn refuses_to_walk_its_own_namespace() {
         let me = std::process::id() as i32;
-        let all = members(me).unwrap();
-        assert!(all.contains(&me));
+        assert!(members(me).is_err());
         assert_eq!(ppid(me), Some(nix::unistd::getppid().as_raw()));
     }
 }
