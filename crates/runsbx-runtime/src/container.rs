@@ -207,9 +207,6 @@ impl Runtime {
             check_parent_dir(p, "--pid-file")?;
         }
         let rootless = crate::rootless::active();
-        // Root's fast path: cgroup set-up and removal are a third of a
-        // container's start on a v1 host, and a foreground container that
-        // asks for no limit needs none (see `needs_no_cgroup`).
         // A pidfd of this process, held until the create returns: init
         // polls it (executor.rs). Without one (pidfd_open refused by an
         // outer seccomp profile, or a kernel before 5.3) init only gets
@@ -217,10 +214,13 @@ impl Runtime {
         // the container needs a cgroup for delete --force to find it.
         let parent = match opts.die_with_parent {
             true => crate::sys::pidfd::open_self()
-                .map_err(|e| tracing::debug!("{e}; init cannot check on runsbx"))
+                .inspect_err(|e| tracing::debug!("{e}; init cannot check on runsbx"))
                 .ok(),
             false => None,
         };
+        // Root's fast path: cgroup set-up and removal are a third of a
+        // container's start on a v1 host, and a foreground container that
+        // asks for no limit needs none (see `needs_no_cgroup`).
         let cgroup_free = !rootless
             && opts.foreground
             && !self.systemd_cgroup
@@ -600,12 +600,18 @@ impl Runtime {
         // SIGKILL to init ends its whole pid namespace; see rootless.rs).
         let head = read_starttime(&dir);
         let no_cgroup = head.without_cgroup();
-        if no_cgroup && status != ContainerStatus::Stopped {
-            signal_init(&c, Signal::SIGKILL)?;
-            wait_init_gone(&c);
-        }
-        if no_cgroup && c.intel_rdt_dir().is_none() {
-            return Self::remove_without_cgroup(&mut c, head.starttime);
+        if no_cgroup {
+            if status != ContainerStatus::Stopped {
+                signal_init(&c, Signal::SIGKILL)?;
+            }
+            if !wait_init_gone(&c, head.starttime) {
+                return Err(RuntimeError::Init(format!(
+                    "container {id:?}: init still alive 5 s after SIGKILL; not deleting"
+                )));
+            }
+            if c.intel_rdt_dir().is_none() {
+                return Self::remove_without_cgroup(&c);
+            }
         }
         // One manager for the whole delete: building one scans mountinfo
         // once per controller.
@@ -657,23 +663,9 @@ impl Runtime {
 
     /// libcontainer's delete, less the cgroup it does not have: its cgroup
     /// manager would scan mountinfo once per v1 controller to find nothing.
-    /// Init is gone (`delete` killed it): run the poststop hooks, remove the
+    /// Init is gone (`wait_init_gone`): run the poststop hooks, remove the
     /// state dir.
-    fn remove_without_cgroup(c: &mut Container, starttime: Option<u64>) -> Result<()> {
-        // Not libcontainer's refresh_status: a stranger that took init's
-        // pid would read as a live init and block the delete for good.
-        let alive = c.pid().is_some_and(|pid| {
-            let stat = procfs::process::Process::new(pid.as_raw()).and_then(|p| p.stat());
-            stat.is_ok_and(|s| {
-                !matches!(s.state, 'Z' | 'X') && starttime.is_none_or(|t| t == s.starttime)
-            })
-        });
-        if alive {
-            return Err(RuntimeError::Init(format!(
-                "container {:?}: init still alive after SIGKILL; not deleting",
-                c.id()
-            )));
-        }
+    fn remove_without_cgroup(c: &Container) -> Result<()> {
         if let Ok(config) = c.spec() {
             let hooks = config.hooks.as_ref().and_then(|h| h.poststop().clone());
             libcontainer::hooks::run_hooks(hooks.as_ref(), Some(&c.state), None, None, None)
@@ -1132,13 +1124,7 @@ fn no_cgroup(id: &str, what: &str) -> RuntimeError {
 /// kill and delete would reach init only and its children would outlive
 /// it. Fails closed.
 fn verify_cgroup_free(pid: i32) -> Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    let stat = |p: String| {
-        fs::metadata(&p)
-            .map(|m| (m.dev(), m.ino()))
-            .map_err(|e| RuntimeError::io(p, e))
-    };
-    if pid <= 0 || stat(format!("/proc/{pid}/ns/pid"))? == stat("/proc/self/ns/pid".into())? {
+    if pid <= 0 || crate::pidns::is_runsbx_own(pid)? {
         return Err(RuntimeError::Init(
             "init shares runsbx's pid namespace, but config.json asked for its own when runsbx \
              checked it (changed meanwhile?); not running without a cgroup"
@@ -1214,20 +1200,26 @@ fn signal_init(c: &Container, signal: Signal) -> Result<()> {
     }
 }
 
-/// Waits (up to 5 s) until init is a zombie or gone: libcontainer's delete
-/// signals "every process in the cgroup" of a live container, which fails
-/// without one.
-fn wait_init_gone(c: &Container) {
-    let Some(pid) = c.pid() else { return };
+/// Whether init still runs: alive, not a zombie, and (when recorded) still
+/// the process that started at `starttime`. Not libcontainer's
+/// refresh_status: a stranger that took init's pid would read as a live
+/// init and block a delete for good.
+fn init_alive(pid: Pid, starttime: Option<u64>) -> bool {
+    procfs::process::Process::new(pid.as_raw())
+        .and_then(|p| p.stat())
+        .is_ok_and(|s| !matches!(s.state, 'Z' | 'X') && starttime.is_none_or(|t| t == s.starttime))
+}
+
+/// Waits (up to 5 s) until init is a zombie or gone; false if it is not.
+fn wait_init_gone(c: &Container, starttime: Option<u64>) -> bool {
+    let Some(pid) = c.pid() else { return true };
     for _ in 0..2500 {
-        let alive = procfs::process::Process::new(pid.as_raw())
-            .and_then(|p| p.stat())
-            .is_ok_and(|s| !matches!(s.state, 'Z' | 'X'));
-        if !alive {
-            return;
+        if !init_alive(pid, starttime) {
+            return true;
         }
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
+    false
 }
 
 fn read_starttime(dir: &Path) -> SidecarHead {

@@ -13,12 +13,11 @@ use crate::error::{Result, RuntimeError};
 /// reparented to the reaper of its own namespace, which is itself inside).
 /// Host PIDs, sorted. A process that exits meanwhile is left out.
 pub fn members(init: i32) -> Result<Vec<i32>> {
-    let ns = |pid: i32| fs::metadata(format!("/proc/{pid}/ns/pid")).map(|m| (m.dev(), m.ino()));
-    let own = ns(init).map_err(|e| RuntimeError::io(format!("pid namespace of init {init}"), e))?;
+    let own = ns_of(init)?;
     // Stops: a recycled pid (or a container sharing the host's namespace)
     // turning `ps` into a list, and `kill --all` into a signal, of every
     // process on the host.
-    if ns(std::process::id() as i32).is_ok_and(|me| me == own) {
+    if own == ns_of_self()? {
         return Err(RuntimeError::Init(format!(
             "pid {init} is in runsbx's own pid namespace, not a container's: not walking it"
         )));
@@ -34,7 +33,7 @@ pub fn members(init: i32) -> Result<Vec<i32>> {
         else {
             continue;
         };
-        if ns(pid).is_ok_and(|n| n == own) {
+        if ns_of(pid).is_ok_and(|n| n == own) {
             inside.insert(pid);
         } else if let Some(ppid) = ppid(pid) {
             parent.insert(pid, ppid);
@@ -59,6 +58,25 @@ pub fn members(init: i32) -> Result<Vec<i32>> {
     let mut out: Vec<i32> = inside.into_iter().collect();
     out.sort_unstable();
     Ok(out)
+}
+
+/// Whether `pid` is in runsbx's own pid namespace.
+pub fn is_runsbx_own(pid: i32) -> Result<bool> {
+    Ok(ns_of(pid)? == ns_of_self()?)
+}
+
+fn ns_of(pid: i32) -> Result<(u64, u64)> {
+    stat_ns(format!("/proc/{pid}/ns/pid"))
+}
+
+fn ns_of_self() -> Result<(u64, u64)> {
+    stat_ns("/proc/self/ns/pid".into())
+}
+
+fn stat_ns(path: String) -> Result<(u64, u64)> {
+    fs::metadata(&path)
+        .map(|m| (m.dev(), m.ino()))
+        .map_err(|e| RuntimeError::io(path, e))
 }
 
 fn ppid(pid: i32) -> Option<i32> {
