@@ -89,13 +89,7 @@ fn run_reports_death_by_signal_as_128_plus_n() {
     // PID 1 of a pid namespace cannot SIGKILL itself; kill it from outside.
     let b = env.bundle("b", &["sleep", "1000"]);
     let id = unique_id("sig");
-    let mut child = env
-        .cmd()
-        .args(["run", "--bundle", b.path(), &id])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    env.wait_status(&id, "running");
+    let mut child = env.spawn_run(b.path(), &id);
     env.ok(&["kill", &id, "KILL"]);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(137));
@@ -114,13 +108,7 @@ fn run_forwards_signals() {
         ],
     );
     let id = unique_id("fwd");
-    let child = env
-        .cmd()
-        .args(["run", "--bundle", b.path(), &id])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    env.wait_status(&id, "running");
+    let child = env.spawn_run(b.path(), &id);
     std::thread::sleep(std::time::Duration::from_millis(100));
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
@@ -243,6 +231,34 @@ fn foreground_run_without_resources_needs_no_cgroup() {
             "resources={resources}: cgroup left"
         );
     }
+    assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
+}
+
+/// A foreground run deletes its own container when the workload ends, not
+/// whatever holds the id by then: after a `delete --force` from elsewhere
+/// the id may name a new container. The run is stopped while that happens,
+/// so the new one exists before the run reaps its init.
+#[test]
+fn foreground_run_leaves_a_new_container_of_its_id_alone() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    let b = env.bundle("b", &["sleep", "1000"]);
+    let id = unique_id("own");
+    let mut run = env.spawn_run(b.path(), &id);
+    let runner = Pid::from_raw(run.id() as i32);
+    kill(runner, Signal::SIGSTOP).unwrap();
+    env.ok(&["delete", "--force", &id]);
+    env.ok(&["create", "--bundle", b.path(), &id]);
+    kill(runner, Signal::SIGCONT).unwrap();
+    assert_eq!(run.wait().unwrap().code(), Some(137));
+    assert_eq!(
+        env.state(&id)["status"],
+        "created",
+        "the run removed the container that took its id"
+    );
+    env.ok(&["delete", "--force", &id]);
     assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
 }
 

@@ -75,6 +75,19 @@ impl Env {
         c
     }
 
+    /// `runsbx run` of `bundle` in the background (stdout discarded), once
+    /// its container is running.
+    pub fn spawn_run(&self, bundle: &str, id: &str) -> std::process::Child {
+        let child = self
+            .cmd()
+            .args(["run", "--bundle", bundle, id])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.wait_status(id, "running");
+        child
+    }
+
     /// Runs runsbx with stdout and stderr going to files, not pipes: a
     /// detached container inherits them, and a pipe would stay open (and
     /// `output()` block) for as long as the container lives.

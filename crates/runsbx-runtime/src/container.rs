@@ -99,6 +99,15 @@ struct Sidecar {
     cgroup: Option<String>,
 }
 
+/// A container as its creating process holds it (`Runtime::create_owned`).
+pub struct Owned {
+    pub container: Container,
+    /// Init's start time, as runsbx.json records it.
+    starttime: Option<u64>,
+    /// Made without a cgroup (`needs_no_cgroup`).
+    cgroup_free: bool,
+}
+
 /// The runtime-spec state of a container, with runc's extra fields.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -195,6 +204,13 @@ impl Runtime {
     }
 
     pub fn create(&self, opts: CreateOptions) -> Result<Container> {
+        self.create_owned(opts).map(|o| o.container)
+    }
+
+    /// `create` for the process that goes on to start, wait for and delete
+    /// the container (a foreground `run`): it keeps what it made, so start
+    /// and delete need not find it again by id.
+    pub fn create_owned(&self, opts: CreateOptions) -> Result<Owned> {
         validate_id(&opts.id)?;
         // The same validation `check` runs, so both refuse alike.
         let crate::explain::Validated {
@@ -301,7 +317,7 @@ impl Runtime {
                 return Err(e);
             }
         };
-        let finish = || -> Result<()> {
+        let finish = || -> Result<Option<u64>> {
             if cgroup_free {
                 let pid = container.pid().map(|p| p.as_raw()).unwrap_or(0);
                 if let Err(e) = verify_cgroup_free(pid) {
@@ -324,13 +340,20 @@ impl Runtime {
                 no_cgroup: (rootless && delegated.is_none()) || cgroup_free,
                 cgroup: delegated.map(|d| d.container_cgroup(&opts.id)),
             };
-            write_sidecar(&dir, &sidecar)
+            write_sidecar(&dir, &sidecar)?;
+            Ok(sidecar.starttime)
         };
-        if let Err(e) = finish() {
-            self.remove_leftovers(&opts.id, &dir);
-            return Err(e);
+        match finish() {
+            Ok(starttime) => Ok(Owned {
+                container,
+                starttime,
+                cgroup_free,
+            }),
+            Err(e) => {
+                self.remove_leftovers(&opts.id, &dir);
+                Err(e)
+            }
         }
-        Ok(container)
     }
 
     fn build_init(
@@ -410,14 +433,24 @@ impl Runtime {
     pub fn start(&self, id: &str) -> Result<()> {
         let mut c = self.load(id)?;
         require(&c, "start", "created", |s| s == ContainerStatus::Created)?;
+        self.start_loaded(&mut c)
+    }
+
+    /// `start` of the container this process just created.
+    pub fn start_owned(&self, o: &mut Owned) -> Result<()> {
+        self.start_loaded(&mut o.container)
+    }
+
+    fn start_loaded(&self, c: &mut Container) -> Result<()> {
+        let id = c.id().to_string();
         let kept = self
             .reports
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(id);
+            .remove(&id);
         let reader = match kept {
             Some(r) => Some(r),
-            None => ReportReader::open(&self.dir(id))?,
+            None => ReportReader::open(&self.dir(&id))?,
         };
         c.start()
             .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))?;
@@ -425,6 +458,36 @@ impl Runtime {
             reader.wait()?;
         }
         Ok(())
+    }
+
+    /// `oom_killed` of the container this process created: one without a
+    /// cgroup has no OOM record to read.
+    pub fn oom_killed_owned(&self, o: &Owned) -> bool {
+        !o.cgroup_free && self.oom_killed(o.container.id())
+    }
+
+    /// `delete --force` of the container this process created, after it
+    /// reaped init. Only while runsbx.json still names this init: after a
+    /// `delete --force` from elsewhere, the id may already belong to a new
+    /// container that is not ours to remove. Without a cgroup that is only
+    /// the state dir: the container had its own pid namespace, which the
+    /// kernel empties before init's exit can be reaped, and no hooks
+    /// (`needs_no_cgroup`).
+    pub fn delete_owned(&self, o: &Owned) -> Result<()> {
+        let dir = &o.container.root;
+        if o.starttime.is_none() {
+            return self.delete(o.container.id(), true);
+        }
+        if read_starttime(dir).starttime != o.starttime {
+            return Ok(());
+        }
+        if !o.cgroup_free {
+            return self.delete(o.container.id(), true);
+        }
+        match fs::remove_dir_all(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            r => r.map_err(|e| RuntimeError::io(format!("remove {}", dir.display()), e)),
+        }
     }
 
     pub fn state(&self, id: &str) -> Result<StateView> {

@@ -20,5 +20,5 @@ pub mod rootless;
 pub mod spec;
 pub mod sys;
 
-pub use container::{CreateOptions, ExecOptions, Runtime, StateView};
+pub use container::{CreateOptions, ExecOptions, Owned, Runtime, StateView};
 pub use error::{Result, RuntimeError};

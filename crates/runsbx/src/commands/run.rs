@@ -9,7 +9,7 @@ use nix::sys::signal::Signal;
 use runsbx_runtime::denials::{DenialReport, Running, Watch};
 use runsbx_runtime::guard::{self, Expect, Limits, Outcome, Reason};
 use runsbx_runtime::monitor::Monitor;
-use runsbx_runtime::CreateOptions;
+use runsbx_runtime::{CreateOptions, Owned};
 
 use super::{create, Ctx};
 use crate::cli::{GuardFlags, Run};
@@ -163,7 +163,7 @@ pub fn foreground(
     let id = opts.id.clone();
     let mut denials = Denials::prepare(ctx, &mut opts, sup.report_denials);
     let result = start_supervised(ctx, opts, pidfd, &mut sup, &mut denials);
-    let (pid, monitor) = match result {
+    let (owned, pid, monitor) = match result {
         Ok(v) => v,
         Err(e) => {
             let status = sup.setup_status;
@@ -178,13 +178,13 @@ pub fn foreground(
     let (done, mut killed_for, peak) = watch(&monitor, pid, sup.limits, started_at, || {
         let _ = ctx.rt.kill(&id, Signal::SIGKILL, true);
     })?;
-    if killed_for.is_none() && ctx.rt.oom_killed(&id) {
+    if killed_for.is_none() && ctx.rt.oom_killed_owned(&owned) {
         killed_for = Some(Reason::Oom);
     }
     let mut outcome = Outcome::finished(pid.as_raw(), done, killed_for, peak, started_at.elapsed());
     outcome.denials = denials.finish();
     if !keep {
-        ctx.rt.delete(&id, true)?;
+        ctx.rt.delete_owned(&owned)?;
     }
     sup.finish(&outcome)?;
     Ok(outcome.status.clamp(0, 255) as u8)
@@ -196,7 +196,7 @@ fn start_supervised(
     pidfd: Option<&Path>,
     sup: &mut Supervision,
     denials: &mut Denials,
-) -> Result<(nix::unistd::Pid, Monitor)> {
+) -> Result<(Owned, nix::unistd::Pid, Monitor)> {
     let id = opts.id.clone();
     let opts = CreateOptions {
         // If runsbx is killed, its foreground workload dies with it.
@@ -204,15 +204,18 @@ fn start_supervised(
         foreground: true,
         ..opts
     };
-    let c = ctx.rt.create(opts)?;
-    let pid = c.pid().context("libcontainer reported no pid for init")?;
+    let mut owned = ctx.rt.create_owned(opts)?;
+    let pid = owned
+        .container
+        .pid()
+        .context("libcontainer reported no pid for init")?;
     let started = (|| -> Result<Monitor> {
         // Blocked only now that libcontainer has forked: init must not
         // inherit a blocked signal mask.
         let monitor = Monitor::new()?.kill_on(&sup.kill_on);
         // Likewise a thread: none may run while libcontainer clones.
         denials.start(pid.as_raw());
-        send_pidfd(&c, pidfd)?;
+        send_pidfd(&owned.container, pidfd)?;
         if let Some(expect) = &sup.posture {
             // Before start, init has everything but seccomp (loaded right
             // before exec): check the rest while no workload code has run.
@@ -222,7 +225,7 @@ fn start_supervised(
             };
             check_posture(pid.as_raw(), &before)?;
         }
-        ctx.rt.start(&id)?;
+        ctx.rt.start_owned(&mut owned)?;
         if let Some(expect) = &sup.posture {
             // After start the workload has exec'd; if it already exited
             // there is nothing left to check or to stop. It may also exit
@@ -243,7 +246,7 @@ fn start_supervised(
         Ok(monitor)
     })();
     match started {
-        Ok(m) => Ok((pid, m)),
+        Ok(m) => Ok((owned, pid, m)),
         Err(e) => {
             let _ = ctx.rt.delete(&id, true);
             let _ = nix::sys::wait::waitpid(pid, None);
