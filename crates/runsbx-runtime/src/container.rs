@@ -85,6 +85,9 @@ struct Sidecar {
     /// 22). Stops: a recycled PID making a dead container look alive, and
     /// `kill` signalling the stranger that now holds the PID.
     starttime: Option<u64>,
+    /// Init's host PID; with `starttime`, which init this record is of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pid: Option<i32>,
     // No default: a record without it must not read as "no layers".
     policy: SandboxPolicy,
     /// Made by a rootless runsbx without a delegated cgroup (or a
@@ -102,8 +105,8 @@ struct Sidecar {
 /// A container as its creating process holds it (`Runtime::create_owned`).
 pub struct Owned {
     pub container: Container,
-    /// Init's start time, as runsbx.json records it.
-    starttime: Option<u64>,
+    /// Init's PID and start time, as runsbx.json records them.
+    init: (Option<i32>, Option<u64>),
     /// Made without a cgroup (`needs_no_cgroup`).
     cgroup_free: bool,
 }
@@ -317,7 +320,7 @@ impl Runtime {
                 return Err(e);
             }
         };
-        let finish = || -> Result<Option<u64>> {
+        let finish = || -> Result<(Option<i32>, Option<u64>)> {
             if cgroup_free {
                 let pid = container.pid().map(|p| p.as_raw()).unwrap_or(0);
                 if let Err(e) = verify_cgroup_free(pid) {
@@ -336,17 +339,18 @@ impl Runtime {
             }
             let sidecar = Sidecar {
                 starttime: container.pid().and_then(|p| proc_starttime(p.as_raw())),
+                pid: container.pid().map(|p| p.as_raw()),
                 policy,
                 no_cgroup: (rootless && delegated.is_none()) || cgroup_free,
                 cgroup: delegated.map(|d| d.container_cgroup(&opts.id)),
             };
             write_sidecar(&dir, &sidecar)?;
-            Ok(sidecar.starttime)
+            Ok((sidecar.pid, sidecar.starttime))
         };
         match finish() {
-            Ok(starttime) => Ok(Owned {
+            Ok(init) => Ok(Owned {
                 container,
-                starttime,
+                init,
                 cgroup_free,
             }),
             Err(e) => {
@@ -460,34 +464,44 @@ impl Runtime {
         Ok(())
     }
 
+    /// Whether the state dir of `o`'s id is still `o`'s: after a `delete
+    /// --force` from elsewhere the id may name a new container, which the
+    /// `_owned` calls below must not touch.
+    fn still_owned(&self, o: &Owned) -> bool {
+        let head = read_starttime(&o.container.root);
+        (head.pid, head.starttime) == o.init
+    }
+
+    /// SIGKILL for the container this process created (`--timeout`,
+    /// `--rss-limit`): its cgroup while the id is still its own, else init,
+    /// a child of this process not yet reaped, so its PID cannot have been
+    /// reused. Without a cgroup init is PID 1 of the container's pid
+    /// namespace (`verify_cgroup_free`): its death ends every process in it.
+    pub fn kill_owned(&self, o: &Owned) -> Result<()> {
+        if !o.cgroup_free && self.still_owned(o) {
+            return self.kill(o.container.id(), Signal::SIGKILL, true);
+        }
+        signal_init(&o.container, Signal::SIGKILL)
+    }
+
     /// `oom_killed` of the container this process created: one without a
     /// cgroup has no OOM record to read.
     pub fn oom_killed_owned(&self, o: &Owned) -> bool {
-        !o.cgroup_free && self.oom_killed(o.container.id())
+        !o.cgroup_free && self.still_owned(o) && self.oom_killed(o.container.id())
     }
 
-    /// `delete --force` of the container this process created, after it
-    /// reaped init. Only while runsbx.json still names this init: after a
-    /// `delete --force` from elsewhere, the id may already belong to a new
-    /// container that is not ours to remove. Without a cgroup that is only
-    /// the state dir: the container had its own pid namespace, which the
-    /// kernel empties before init's exit can be reaped, and no hooks
-    /// (`needs_no_cgroup`).
+    /// `delete --force` of the container this process created, once it has
+    /// reaped init. Without a cgroup (nor an Intel RDT group) that is the
+    /// poststop hooks and the state dir: init was PID 1 of its own pid
+    /// namespace, which the kernel empties before init's exit can be reaped.
     pub fn delete_owned(&self, o: &Owned) -> Result<()> {
-        let dir = &o.container.root;
-        if o.starttime.is_none() {
-            return self.delete(o.container.id(), true);
-        }
-        if read_starttime(dir).starttime != o.starttime {
+        if !self.still_owned(o) {
             return Ok(());
         }
-        if !o.cgroup_free {
+        if !o.cgroup_free || o.container.intel_rdt_dir().is_some() {
             return self.delete(o.container.id(), true);
         }
-        match fs::remove_dir_all(dir) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            r => r.map_err(|e| RuntimeError::io(format!("remove {}", dir.display()), e)),
-        }
+        Self::remove_without_cgroup(&o.container)
     }
 
     pub fn state(&self, id: &str) -> Result<StateView> {
@@ -1158,6 +1172,8 @@ fn read_sidecar_strict(dir: &Path) -> Result<Sidecar> {
 struct SidecarHead {
     starttime: Option<u64>,
     #[serde(default)]
+    pid: Option<i32>,
+    #[serde(default)]
     no_cgroup: bool,
     #[serde(default)]
     cgroup: Option<String>,
@@ -1187,10 +1203,13 @@ fn no_cgroup(id: &str, what: &str) -> RuntimeError {
 /// kill and delete would reach init only and its children would outlive
 /// it. Fails closed.
 fn verify_cgroup_free(pid: i32) -> Result<()> {
-    if pid <= 0 || crate::pidns::is_runsbx_own(pid)? {
+    // PID 1 of its namespace, not merely outside runsbx's: an init that
+    // joined an existing namespace (a config.json swapped to name one by
+    // path) would leave its children running, uncounted, when it dies.
+    if pid <= 0 || !crate::pidns::is_namespace_init(pid)? {
         return Err(RuntimeError::Init(
-            "init shares runsbx's pid namespace, but config.json asked for its own when runsbx \
-             checked it (changed meanwhile?); not running without a cgroup"
+            "init is not PID 1 of a pid namespace of its own, but config.json asked for one when \
+             runsbx checked it (changed meanwhile?); not running without a cgroup"
                 .into(),
         ));
     }

@@ -60,6 +60,19 @@ pub fn members(init: i32) -> Result<Vec<i32>> {
     Ok(out)
 }
 
+/// Whether `pid` is PID 1 of the innermost pid namespace it is in (the
+/// last field of NSpid in /proc/<pid>/status): the process whose death
+/// ends every other process in that namespace.
+pub fn is_namespace_init(pid: i32) -> Result<bool> {
+    let path = format!("/proc/{pid}/status");
+    let text = fs::read_to_string(&path).map_err(|e| RuntimeError::io(path.clone(), e))?;
+    let nspid = text
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
+        .ok_or_else(|| RuntimeError::Init(format!("{path}: no NSpid line")))?;
+    Ok(nspid.split_whitespace().last() == Some("1"))
+}
+
 /// Whether `pid` is in runsbx's own pid namespace.
 pub fn is_runsbx_own(pid: i32) -> Result<bool> {
     Ok(ns_of(pid)? == ns_of_self()?)
@@ -95,5 +108,8 @@ mod tests {
         let me = std::process::id() as i32;
         assert!(members(me).is_err());
         assert_eq!(ppid(me), Some(nix::unistd::getppid().as_raw()));
+        // The test runs under a shell or cargo, never as a namespace's init.
+        assert!(!is_namespace_init(me).unwrap());
+        assert!(is_namespace_init(-1).is_err());
     }
 }

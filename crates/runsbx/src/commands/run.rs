@@ -176,7 +176,7 @@ pub fn foreground(
     sup.emit(serde_json::json!({ "event": "start", "pid": pid.as_raw(), "id": id }));
 
     let (done, mut killed_for, peak) = watch(&monitor, pid, sup.limits, started_at, || {
-        let _ = ctx.rt.kill(&id, Signal::SIGKILL, true);
+        let _ = ctx.rt.kill_owned(&owned);
     })?;
     if killed_for.is_none() && ctx.rt.oom_killed_owned(&owned) {
         killed_for = Some(Reason::Oom);
@@ -197,7 +197,6 @@ fn start_supervised(
     sup: &mut Supervision,
     denials: &mut Denials,
 ) -> Result<(Owned, nix::unistd::Pid, Monitor)> {
-    let id = opts.id.clone();
     let opts = CreateOptions {
         // If runsbx is killed, its foreground workload dies with it.
         die_with_parent: true,
@@ -248,8 +247,10 @@ fn start_supervised(
     match started {
         Ok(m) => Ok((owned, pid, m)),
         Err(e) => {
-            let _ = ctx.rt.delete(&id, true);
+            // Init is this process's child, not reaped yet: its PID is its.
+            let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
             let _ = nix::sys::wait::waitpid(pid, None);
+            let _ = ctx.rt.delete_owned(&owned);
             Err(e)
         }
     }
