@@ -469,8 +469,10 @@ fn hello_bundle_runs_as_is() {
 }
 
 /// CVE-2019-5736: a container that can see runsbx's init (here, one sharing
-/// the host's pid namespace) must find a sealed memfd behind
-/// /proc/<pid>/exe, never the runsbx binary on disk.
+/// the host's pid namespace) must find a sealed view behind /proc/<pid>/exe
+/// (the binary through a read-only overlayfs, or a sealed memfd copy when
+/// overlayfs is refused), never the runsbx binary on disk, and nothing it
+/// can write once init is gone.
 #[test]
 fn init_runs_from_a_sealed_copy_when_its_pid_namespace_is_shared() {
     let env = Env::new();
@@ -480,11 +482,24 @@ fn init_runs_from_a_sealed_copy_when_its_pid_namespace_is_shared() {
         .unwrap()
         .retain(|n| n["type"] != "pid");
     b.save();
-    let id = unique_id("seal");
-    env.ok(&["create", "--bundle", b.path(), &id]);
-    let pid = env.state(&id)["pid"].as_i64().unwrap();
-    assert_sealed_exe(pid, "init");
-    env.ok(&["delete", "--force", &id]);
+    // A copy of runsbx where overlayfs cannot take its directory (':'
+    // separates layers): the memfd fallback.
+    let odd = env.tmp.path().join("a:b");
+    fs::create_dir(&odd).unwrap();
+    fs::copy(runsbx_bin(), odd.join("runsbx")).unwrap();
+    for (bin, want) in [
+        (runsbx_bin(), Sealed::Overlay),
+        (odd.join("runsbx"), Sealed::Memfd),
+    ] {
+        let id = unique_id("seal");
+        let out = env.run_cmd(env.cmd_of(&bin).args(["create", "--bundle", b.path(), &id]));
+        assert!(out.status.success(), "{}", stderr_of(&out));
+        let pid = env.state(&id)["pid"].as_i64().unwrap();
+        let (kind, held) = assert_sealed_exe(pid, "init");
+        assert_eq!(kind, want, "{}", bin.display());
+        env.ok(&["delete", "--force", &id]);
+        assert_unwritable(&held, "init");
+    }
 
     // A created container in its own pid namespace too: until `start`,
     // another container may join that namespace and find init there.
@@ -492,8 +507,9 @@ fn init_runs_from_a_sealed_copy_when_its_pid_namespace_is_shared() {
     let id = unique_id("seal2");
     env.ok(&["create", "--bundle", b.path(), &id]);
     let pid = env.state(&id)["pid"].as_i64().unwrap();
-    assert_sealed_exe(pid, "init");
+    let (_, held) = assert_sealed_exe(pid, "init");
     env.ok(&["delete", "--force", &id]);
+    assert_unwritable(&held, "init");
 }
 
 /// `--console-socket`, as `podman run -t` and `ctr run -t` use it: runsbx

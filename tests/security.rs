@@ -311,8 +311,8 @@ fn a_symlinked_mount_destination_stays_inside_the_rootfs() {
 
 /// CVE-2019-5736 through `exec`: its processes join a running container,
 /// so a process inside could open /proc/<pid>/exe of the runtime and write
-/// through it once runsbx exits. `runsbx exec` runs from a sealed memfd: its
-/// exe is `/memfd:runsbx`, and writing through it fails.
+/// through it once runsbx exits. `runsbx exec` runs from a sealed view of
+/// its binary, and writing through it fails, also after it exited.
 #[test]
 fn cve_2019_5736_exec_runs_from_a_sealed_copy() {
     let env = Env::new();
@@ -338,9 +338,11 @@ fn cve_2019_5736_exec_runs_from_a_sealed_copy() {
         assert!(Instant::now() < deadline, "runsbx exec never re-executed");
         std::thread::sleep(Duration::from_millis(10));
     };
-    assert_sealed_exe(pid, &format!("runsbx exec ({exe:?})"));
+    let who = format!("runsbx exec ({exe:?})");
+    let (_, held) = assert_sealed_exe(pid, &who);
     child.kill().unwrap();
     let _ = child.wait();
+    assert_unwritable(&held, &who);
     env.ok(&["delete", "--force", &id]);
 }
 

@@ -69,7 +69,12 @@ impl Env {
     }
 
     pub fn cmd(&self) -> Command {
-        let mut c = Command::new(runsbx_bin());
+        self.cmd_of(&runsbx_bin())
+    }
+
+    /// `cmd` of another runsbx binary (a copy somewhere else).
+    pub fn cmd_of(&self, bin: &Path) -> Command {
+        let mut c = Command::new(bin);
         c.arg("--root").arg(&self.root);
         c.stdin(Stdio::null());
         c
@@ -92,12 +97,15 @@ impl Env {
     /// detached container inherits them, and a pipe would stay open (and
     /// `output()` block) for as long as the container lives.
     pub fn run(&self, args: &[&str]) -> Output {
+        self.run_cmd(self.cmd().args(args))
+    }
+
+    /// `run` of a command from `cmd` or `cmd_of`.
+    pub fn run_cmd(&self, cmd: &mut Command) -> Output {
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
         let out_path = self.tmp.path().join(format!("out.{n}"));
         let err_path = self.tmp.path().join(format!("err.{n}"));
-        let status = self
-            .cmd()
-            .args(args)
+        let status = cmd
             .stdout(fs::File::create(&out_path).unwrap())
             .stderr(fs::File::create(&err_path).unwrap())
             .status()
@@ -475,21 +483,59 @@ impl Drop for Cleanup<'_> {
     }
 }
 
-/// Asserts that process `pid` runs from runsbx's sealed memfd copy and that
-/// nothing can write through its /proc/<pid>/exe (CVE-2019-5736): busy
-/// while executed, sealed (EPERM) after.
-pub fn assert_sealed_exe(pid: impl std::fmt::Display, who: &str) {
-    let exe = fs::read_link(format!("/proc/{pid}/exe")).unwrap();
-    assert!(
-        exe.to_string_lossy().starts_with("/memfd:runsbx"),
-        "{who} runs from {exe:?}"
-    );
-    let err = fs::OpenOptions::new()
+/// How a runsbx process that a container can see runs (CVE-2019-5736).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Sealed {
+    /// From its binary seen through a private read-only overlayfs.
+    Overlay,
+    /// From a sealed memfd copy.
+    Memfd,
+}
+
+/// Asserts that process `pid` runs from a sealed view of runsbx, never the
+/// binary on disk, and returns which one with a descriptor of its exe for
+/// [`assert_unwritable`] once the process is gone.
+pub fn assert_sealed_exe(pid: impl std::fmt::Display, who: &str) -> (Sealed, fs::File) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = format!("/proc/{pid}/exe");
+    let exe = fs::read_link(&path).unwrap();
+    let held = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH)
+        .open(&path)
+        .unwrap();
+    let kind = if exe.to_string_lossy().starts_with("/memfd:runsbx") {
+        Sealed::Memfd
+    } else {
+        let fs_type = nix::sys::statfs::fstatfs(&held).unwrap().filesystem_type();
+        let ro = nix::sys::statvfs::fstatvfs(&held)
+            .unwrap()
+            .flags()
+            .contains(nix::sys::statvfs::FsFlags::ST_RDONLY);
+        assert!(
+            fs_type == nix::sys::statfs::OVERLAYFS_SUPER_MAGIC && ro,
+            "{who} runs from {exe:?} (fs type {fs_type:?}, read-only: {ro})"
+        );
+        Sealed::Overlay
+    };
+    (kind, held)
+}
+
+/// What CVE-2019-5736 does once the runtime has exited: reopen its exe
+/// through the descriptor it kept, and write. Refused: EROFS (overlayfs),
+/// or EPERM at the write (sealed memfd).
+pub fn assert_unwritable(held: &fs::File, who: &str) {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let reopened = fs::OpenOptions::new()
         .write(true)
-        .open(format!("/proc/{pid}/exe"))
-        .unwrap_err();
+        .open(format!("/proc/self/fd/{}", held.as_raw_fd()));
+    let err = match reopened {
+        Ok(mut f) => f.write_all(b"x").unwrap_err(),
+        Err(e) => e,
+    };
     assert!(
-        matches!(err.raw_os_error(), Some(libc::EPERM) | Some(libc::ETXTBSY)),
-        "{err}"
+        matches!(err.raw_os_error(), Some(libc::EPERM) | Some(libc::EROFS)),
+        "{who}: {err}"
     );
 }

@@ -34,8 +34,8 @@ fn main() -> ExitCode {
     // Commands whose processes a container could see run from a sealed
     // copy of this binary (CVE-2019-5736; see needs_sealed_binary). It comes
     // before anything else they do, and fails closed.
-    if command.needs_sealed_binary() && !runsbx_runtime::sys::memfd::is_sealed() {
-        let err = runsbx_runtime::sys::memfd::reexec_sealed();
+    if command.needs_sealed_binary() && !runsbx_runtime::sys::sealed_exe::is_sealed() {
+        let err = runsbx_runtime::sys::sealed_exe::reexec_sealed();
         eprintln!("runsbx: cannot run from a sealed copy of the binary: {err}");
         return ExitCode::FAILURE;
     }

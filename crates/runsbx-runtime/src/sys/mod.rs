@@ -3,8 +3,8 @@
 pub mod audit;
 pub mod fds;
 pub mod landlock;
-pub mod memfd;
 pub mod pidfd;
+pub mod sealed_exe;
 pub mod seccomp;
 pub mod spawn;
 pub mod userns;

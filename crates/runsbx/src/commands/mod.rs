@@ -59,8 +59,8 @@ fn default_root() -> PathBuf {
 }
 
 impl Command {
-    /// Whether this command must run from a sealed copy of the binary
-    /// (CVE-2019-5736; see runsbx_runtime::sys::memfd).
+    /// Whether this command must run from a sealed view of the binary
+    /// (CVE-2019-5736; see runsbx_runtime::sys::sealed_exe).
     ///
     /// The attack needs a container process that can see a runsbx process
     /// (its /proc/<pid>/exe) in its pid namespace:
@@ -73,7 +73,7 @@ impl Command {
     /// `run` with a new pid namespace starts its init right after creating
     /// it, and `sandbox`/`selftest` always make a new pid namespace nobody
     /// is told about: no process but runsbx's own init lives there until
-    /// that init has exec'd the workload. They skip the copy (several ms).
+    /// that init has exec'd the workload. They skip the re-exec.
     pub fn needs_sealed_binary(&self) -> bool {
         match self {
             Command::Exec(_) | Command::Create(_) => true,
