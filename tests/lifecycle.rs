@@ -5,7 +5,7 @@ mod common;
 
 use std::fs;
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 
 use common::*;
 
@@ -508,6 +508,48 @@ fn init_runs_from_a_sealed_copy_when_its_pid_namespace_is_shared() {
     env.ok(&["create", "--bundle", b.path(), &id]);
     let pid = env.state(&id)["pid"].as_i64().unwrap();
     let (_, held) = assert_sealed_exe(pid, "init");
+    env.ok(&["delete", "--force", &id]);
+    assert_unwritable(&held, "init");
+}
+
+/// A runsbx installed on a read-only overlayfs that has a writable upper
+/// layer (a container started with `--read-only`) still re-executes from
+/// its own private view: that mount could be made writable again, and a
+/// held /proc/<pid>/exe would then write the binary.
+#[test]
+fn a_read_only_overlay_install_is_not_taken_for_sealed() {
+    use std::os::unix::fs::MetadataExt;
+    let env = Env::new();
+    let b = env.bundle("b", &["sleep", "100"]);
+    let t = env.tmp.path();
+    for d in ["lower", "upper", "work", "merged"] {
+        fs::create_dir(t.join(d)).unwrap();
+    }
+    fs::copy(runsbx_bin(), t.join("lower/runsbx")).unwrap();
+    let id = unique_id("roov");
+    let script = format!(
+        "mount -t overlay overlay -o ro,lowerdir={t}/lower,upperdir={t}/upper,workdir={t}/work \
+         {t}/merged && stat -c %d {t}/merged/runsbx > {t}/dev && \
+         exec {t}/merged/runsbx --root {root} create --bundle {bundle} {id}",
+        t = t.display(),
+        root = env.root.display(),
+        bundle = b.path(),
+    );
+    let out = env.run_cmd(Command::new("unshare").args(["-m", "sh", "-c", &script]));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let pid = env.state(&id)["pid"].as_i64().unwrap();
+    let (kind, held) = assert_sealed_exe(pid, "init");
+    assert_eq!(kind, Sealed::Overlay);
+    let installed: u64 = fs::read_to_string(t.join("dev"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_ne!(
+        held.metadata().unwrap().dev(),
+        installed,
+        "init runs from the read-only overlayfs it was installed on"
+    );
     env.ok(&["delete", "--force", &id]);
     assert_unwritable(&held, "init");
 }

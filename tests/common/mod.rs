@@ -496,6 +496,7 @@ pub enum Sealed {
 /// binary on disk, and returns which one with a descriptor of its exe for
 /// [`assert_unwritable`] once the process is gone.
 pub fn assert_sealed_exe(pid: impl std::fmt::Display, who: &str) -> (Sealed, fs::File) {
+    use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
     let path = format!("/proc/{pid}/exe");
     let exe = fs::read_link(&path).unwrap();
@@ -516,6 +517,22 @@ pub fn assert_sealed_exe(pid: impl std::fmt::Display, who: &str) -> (Sealed, fs:
             fs_type == nix::sys::statfs::OVERLAYFS_SUPER_MAGIC && ro,
             "{who} runs from {exe:?} (fs type {fs_type:?}, read-only: {ro})"
         );
+        // runsbx's own view, which no namespace lists, not a read-only
+        // overlayfs mounted somewhere.
+        let fdinfo = fs::read_to_string(format!("/proc/self/fdinfo/{}", held.as_raw_fd())).unwrap();
+        let mnt = fdinfo
+            .lines()
+            .find_map(|l| l.strip_prefix("mnt_id:"))
+            .unwrap()
+            .trim()
+            .to_string();
+        let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap();
+        assert!(
+            !mountinfo
+                .lines()
+                .any(|l| l.split(' ').next() == Some(&*mnt)),
+            "{who} runs from a mounted overlayfs ({exe:?}, mount {mnt})"
+        );
         Sealed::Overlay
     };
     (kind, held)
@@ -523,15 +540,19 @@ pub fn assert_sealed_exe(pid: impl std::fmt::Display, who: &str) -> (Sealed, fs:
 
 /// What CVE-2019-5736 does once the runtime has exited: reopen its exe
 /// through the descriptor it kept, and write. Refused: EROFS (overlayfs),
-/// or EPERM at the write (sealed memfd).
+/// or EPERM at the write (sealed memfd). The write puts back the first
+/// byte as it was, so a regression would not damage the binary.
 pub fn assert_unwritable(held: &fs::File, who: &str) {
-    use std::io::Write;
     use std::os::fd::AsRawFd;
-    let reopened = fs::OpenOptions::new()
-        .write(true)
-        .open(format!("/proc/self/fd/{}", held.as_raw_fd()));
-    let err = match reopened {
-        Ok(mut f) => f.write_all(b"x").unwrap_err(),
+    use std::os::unix::fs::FileExt;
+    let path = format!("/proc/self/fd/{}", held.as_raw_fd());
+    let mut first = [0u8; 1];
+    fs::File::open(&path)
+        .unwrap()
+        .read_exact_at(&mut first, 0)
+        .unwrap();
+    let err = match fs::OpenOptions::new().write(true).open(&path) {
+        Ok(f) => f.write_at(&first, 0).expect_err("the write went through"),
         Err(e) => e,
     };
     assert!(

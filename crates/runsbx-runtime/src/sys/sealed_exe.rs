@@ -27,8 +27,12 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 const SEALS: libc::c_int =
     libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
 
-/// True when the running binary is already a sealed memfd, or is on a
-/// read-only overlayfs (the private one `reexec_sealed` makes).
+/// True when the running binary is already a sealed memfd, or the private
+/// overlayfs view `reexec_sealed` makes: read-only overlayfs on a mount
+/// that no mount namespace of this process lists. Not any read-only
+/// overlayfs: one mounted read-only over a writable upper layer (a
+/// container's `--read-only` root) can be remounted writable later, and a
+/// held /proc/<pid>/exe would then write the binary.
 pub fn is_sealed() -> bool {
     let Ok(exe) = File::open("/proc/self/exe") else {
         return false;
@@ -38,13 +42,39 @@ pub fn is_sealed() -> bool {
     if seals >= 0 && seals & SEALS == SEALS {
         return true;
     }
-    // A read-only mount refuses writes through /proc/<pid>/exe (EROFS),
-    // which is the only path to the file a container process has.
-    nix::sys::statfs::fstatfs(&exe).is_ok_and(|st| {
+    let overlay_ro = nix::sys::statfs::fstatfs(&exe).is_ok_and(|st| {
         st.filesystem_type() == nix::sys::statfs::OVERLAYFS_SUPER_MAGIC
             && nix::sys::statvfs::fstatvfs(&exe)
                 .is_ok_and(|v| v.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY))
-    })
+    });
+    overlay_ro && mount_id(&exe).is_some_and(|id| !mounted(id))
+}
+
+/// The mount id of `f` (statx STATX_MNT_ID, Linux 5.8).
+fn mount_id(f: &File) -> Option<u64> {
+    // SAFETY: statx is plain old data; zeroed is a valid value.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: an empty path with AT_EMPTY_PATH names the fd; stx is ours.
+    let rc = unsafe {
+        libc::statx(
+            f.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_MNT_ID,
+            &mut stx,
+        )
+    };
+    (rc == 0 && stx.stx_mask & libc::STATX_MNT_ID != 0).then_some(stx.stx_mnt_id)
+}
+
+/// Whether this process's mount namespace lists mount `id`. Unreadable
+/// counts as listed (not sealed): fail towards the re-exec.
+fn mounted(id: u64) -> bool {
+    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return true;
+    };
+    text.lines()
+        .any(|l| l.split(' ').next().and_then(|n| n.parse::<u64>().ok()) == Some(id))
 }
 
 /// Re-executes runsbx from a sealed view of its binary (see the module
@@ -143,12 +173,24 @@ fn overlay_view() -> io::Result<OwnedFd> {
         )?)
     };
     // The same file as the one running, not one put in its place since
-    // (an upgrade): overlayfs keeps size and times, not inode numbers.
+    // (an upgrade). With xino off, overlayfs keeps a lower file's inode
+    // number and times (not its device); a kernel that remaps them makes
+    // this fall back to the copy.
     let (a, b) = (
         std::fs::metadata("/proc/self/exe")?,
         File::from(exe.try_clone()?).metadata()?,
     );
-    if (a.size(), a.mtime(), a.mtime_nsec()) != (b.size(), b.mtime(), b.mtime_nsec()) {
+    let id = |m: &std::fs::Metadata| {
+        (
+            m.ino(),
+            m.size(),
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec(),
+        )
+    };
+    if id(&a) != id(&b) {
         return Err(io::Error::from_raw_os_error(libc::ESTALE));
     }
     Ok(exe)
@@ -187,10 +229,16 @@ fn memfd() -> io::Result<OwnedFd> {
 }
 
 fn try_reexec() -> io::Result<std::convert::Infallible> {
-    let copy = match overlay_view() {
-        Ok(fd) => fd,
-        Err(_) => memfd_copy()?,
-    };
+    // A security module may refuse to execute from the detached mount:
+    // then the copy.
+    if let Ok(view) = overlay_view() {
+        let _ = exec_fd(&view);
+    }
+    exec_fd(&memfd_copy()?)
+}
+
+/// execveat(2) of `fd` with this process's arguments and environment.
+fn exec_fd(fd: &OwnedFd) -> io::Result<std::convert::Infallible> {
     let args: Vec<CString> = std::env::args_os()
         .map(|a| CString::new(a.into_encoded_bytes()))
         .collect::<Result<_, _>>()
@@ -220,7 +268,7 @@ fn try_reexec() -> io::Result<std::convert::Infallible> {
     unsafe {
         libc::syscall(
             libc::SYS_execveat,
-            copy.as_raw_fd(),
+            fd.as_raw_fd(),
             empty.as_ptr(),
             argv.as_ptr(),
             envp.as_ptr(),
