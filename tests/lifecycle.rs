@@ -476,6 +476,7 @@ fn hello_bundle_runs_as_is() {
 #[test]
 fn init_runs_from_a_sealed_copy_when_its_pid_namespace_is_shared() {
     let env = Env::new();
+    let _cleanup = Cleanup(&env);
     let mut b = env.bundle("b", &["sleep", "100"]);
     b.config["linux"]["namespaces"]
         .as_array_mut()
@@ -520,6 +521,7 @@ fn init_runs_from_a_sealed_copy_when_its_pid_namespace_is_shared() {
 fn a_read_only_overlay_install_is_not_taken_for_sealed() {
     use std::os::unix::fs::MetadataExt;
     let env = Env::new();
+    let _cleanup = Cleanup(&env);
     let b = env.bundle("b", &["sleep", "100"]);
     let t = env.tmp.path();
     for d in ["lower", "upper", "work", "merged"] {
