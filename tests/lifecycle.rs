@@ -209,14 +209,8 @@ fn foreground_run_without_resources_needs_no_cgroup() {
         }
         // Init (pid 1 of its namespace) ignores SIGTERM; the child dies.
         env.ok(&["kill", "--all", &id, "TERM"]);
-        for _ in 0..300 {
-            if !pid_alive(child) {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
         assert!(
-            !pid_alive(child),
+            wait_dead(child, std::time::Duration::from_secs(3)),
             "resources={resources}: kill --all missed {child}"
         );
         assert!(pid_alive(init), "resources={resources}");

@@ -335,14 +335,8 @@ fn the_workload_dies_with_runsbx() {
     }
     child.kill().unwrap();
     let _ = child.wait();
-    for _ in 0..100 {
-        if !pid_alive(pid) {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
     assert!(
-        !pid_alive(pid),
+        wait_dead(pid, std::time::Duration::from_secs(2)),
         "workload {pid} outlived runsbx: {}",
         fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default()
     );

@@ -264,6 +264,18 @@ pub fn base_config(args: &[&str]) -> Value {
     })
 }
 
+/// Waits up to `limit` for `pid` to be gone or a zombie; whether it is.
+pub fn wait_dead(pid: i32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while pid_alive(pid) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
+
 pub fn pid_alive(pid: i32) -> bool {
     match fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(s) => {

@@ -105,8 +105,8 @@ struct Sidecar {
 /// A container as its creating process holds it (`Runtime::create_owned`).
 pub struct Owned {
     pub container: Container,
-    /// Init's PID and start time, as runsbx.json records them.
-    init: (Option<i32>, Option<u64>),
+    /// Init's start time, as runsbx.json records it.
+    starttime: Option<u64>,
     /// Made without a cgroup (`needs_no_cgroup`).
     cgroup_free: bool,
 }
@@ -320,7 +320,7 @@ impl Runtime {
                 return Err(e);
             }
         };
-        let finish = || -> Result<(Option<i32>, Option<u64>)> {
+        let finish = || -> Result<Option<u64>> {
             if cgroup_free {
                 let pid = container.pid().map(|p| p.as_raw()).unwrap_or(0);
                 if let Err(e) = verify_cgroup_free(pid) {
@@ -345,12 +345,12 @@ impl Runtime {
                 cgroup: delegated.map(|d| d.container_cgroup(&opts.id)),
             };
             write_sidecar(&dir, &sidecar)?;
-            Ok((sidecar.pid, sidecar.starttime))
+            Ok(sidecar.starttime)
         };
         match finish() {
-            Ok(init) => Ok(Owned {
+            Ok(starttime) => Ok(Owned {
                 container,
-                init,
+                starttime,
                 cgroup_free,
             }),
             Err(e) => {
@@ -469,7 +469,7 @@ impl Runtime {
     /// `_owned` calls below must not touch.
     fn still_owned(&self, o: &Owned) -> bool {
         let head = read_starttime(&o.container.root);
-        (head.pid, head.starttime) == o.init
+        (head.pid, head.starttime) == (o.container.pid().map(|p| p.as_raw()), o.starttime)
     }
 
     /// SIGKILL for the container this process created (`--timeout`,

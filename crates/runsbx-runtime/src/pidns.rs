@@ -73,11 +73,6 @@ pub fn is_namespace_init(pid: i32) -> Result<bool> {
     Ok(nspid.split_whitespace().last() == Some("1"))
 }
 
-/// Whether `pid` is in runsbx's own pid namespace.
-pub fn is_runsbx_own(pid: i32) -> Result<bool> {
-    Ok(ns_of(pid)? == ns_of_self()?)
-}
-
 fn ns_of(pid: i32) -> Result<(u64, u64)> {
     stat_ns(format!("/proc/{pid}/ns/pid"))
 }

@@ -39,15 +39,20 @@ pub fn is_sealed() -> bool {
     };
     // SAFETY: F_GET_SEALS takes no pointer; the fd is valid for the call.
     let seals = unsafe { libc::fcntl(exe.as_raw_fd(), libc::F_GET_SEALS) };
-    if seals >= 0 && seals & SEALS == SEALS {
-        return true;
-    }
-    let overlay_ro = nix::sys::statfs::fstatfs(&exe).is_ok_and(|st| {
+    (seals >= 0 && seals & SEALS == SEALS) || is_private_overlay(&exe)
+}
+
+/// Read-only overlayfs on a mount that no mount namespace of this process
+/// lists: the view `overlay_view` makes. `overlay_view` checks its result
+/// with this too, so a kernel where it cannot hold (no STATX_MNT_ID before
+/// Linux 5.8) gets the memfd copy instead of re-executing forever.
+fn is_private_overlay(f: &File) -> bool {
+    let overlay_ro = nix::sys::statfs::fstatfs(f).is_ok_and(|st| {
         st.filesystem_type() == nix::sys::statfs::OVERLAYFS_SUPER_MAGIC
-            && nix::sys::statvfs::fstatvfs(&exe)
+            && nix::sys::statvfs::fstatvfs(f)
                 .is_ok_and(|v| v.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY))
     });
-    overlay_ro && mount_id(&exe).is_some_and(|id| !mounted(id))
+    overlay_ro && mount_id(f).is_some_and(|id| !mounted(id))
 }
 
 /// The mount id of `f` (statx STATX_MNT_ID, Linux 5.8).
@@ -124,33 +129,26 @@ fn overlay_view() -> io::Result<OwnedFd> {
             1, /* FSOPEN_CLOEXEC */
         ))?)
     };
-    let set = |key: &CStr, value: &CStr| {
-        // SAFETY: as above; FSCONFIG_SET_STRING = 1.
+    let fsconfig = |cmd: libc::c_int, key: Option<&CStr>, value: Option<&CStr>| {
+        let ptr = |s: Option<&CStr>| s.map_or(std::ptr::null(), CStr::as_ptr);
+        // SAFETY: as above; the strings (or nulls) are valid for the call.
         sys_ret(unsafe {
             libc::syscall(
                 libc::SYS_fsconfig,
                 fs.as_raw_fd(),
-                1,
-                key.as_ptr(),
-                value.as_ptr(),
+                cmd,
+                ptr(key),
+                ptr(value),
                 0,
             )
         })
     };
-    set(c"lowerdir", &lower)?;
+    const SET_STRING: libc::c_int = 1;
+    const CMD_CREATE: libc::c_int = 6;
+    fsconfig(SET_STRING, Some(c"lowerdir"), Some(&lower))?;
     // Layers on two filesystems would turn xino on, and log about it.
-    let _ = set(c"xino", c"off");
-    // SAFETY: FSCONFIG_CMD_CREATE = 6 takes no key or value.
-    sys_ret(unsafe {
-        libc::syscall(
-            libc::SYS_fsconfig,
-            fs.as_raw_fd(),
-            6,
-            std::ptr::null::<libc::c_char>(),
-            std::ptr::null::<libc::c_char>(),
-            0,
-        )
-    })?;
+    let _ = fsconfig(SET_STRING, Some(c"xino"), Some(c"off"));
+    fsconfig(CMD_CREATE, None, None)?;
     // SAFETY: FSMOUNT_CLOEXEC = 1; MOUNT_ATTR_RDONLY | NOSUID | NODEV = 7.
     let mnt = unsafe {
         OwnedFd::from_raw_fd(sys_ret(libc::syscall(
@@ -176,10 +174,11 @@ fn overlay_view() -> io::Result<OwnedFd> {
     // (an upgrade). With xino off, overlayfs keeps a lower file's inode
     // number and times (not its device); a kernel that remaps them makes
     // this fall back to the copy.
-    let (a, b) = (
-        std::fs::metadata("/proc/self/exe")?,
-        File::from(exe.try_clone()?).metadata()?,
-    );
+    let view = File::from(exe.try_clone()?);
+    if !is_private_overlay(&view) {
+        return Err(io::Error::from_raw_os_error(libc::ENOTSUP));
+    }
+    let (a, b) = (std::fs::metadata("/proc/self/exe")?, view.metadata()?);
     let id = |m: &std::fs::Metadata| {
         (
             m.ino(),
