@@ -125,6 +125,30 @@ fn sigkill_during_create_and_run() {
     }
 }
 
+/// The report FIFO of a detached create killed before it committed (a
+/// window of a few ms) is removed by the next create of that id, not only by
+/// `delete --force`.
+#[test]
+fn create_removes_the_report_of_a_killed_create() {
+    let _serial = serial();
+    let env = Env::new();
+    let b = env.bundle("b", &["sleep", "100"]);
+    let id = unique_id("stalerep");
+    // What the killed create left: `.<id>.<its pid>.report`.
+    fs::create_dir_all(&env.root).unwrap();
+    let stale = env.root.join(format!(".{id}.999999999.report"));
+    nix::unistd::mkfifo(&stale, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    env.ok(&["create", "--bundle", b.path(), &id]);
+    let left = stale.exists();
+    env.ok(&["delete", "--force", &id]);
+    assert!(
+        !left,
+        "{} is still there after a create of {id}",
+        stale.display()
+    );
+    assert_gone(&env, &id, "create after a killed create");
+}
+
 /// A workload that is gone by the time `start` returns: stopped, and
 /// deleted without --force.
 #[test]

@@ -261,6 +261,12 @@ impl Runtime {
         if dir.exists() {
             return Err(RuntimeError::Exists(opts.id));
         }
+        if !opts.foreground {
+            // A detached create killed between its mkfifo and its commit
+            // left its report FIFO in the root; the lock says no create of
+            // this id is alive to own one.
+            remove_stale_reports(&self.root, &opts.id);
+        }
         if let Some(d) = delegated {
             // Stops: a container joining a cgroup that holds another's
             // processes (the same id under another --root, or one left by a
