@@ -358,6 +358,58 @@ fn list_formats() {
     assert_eq!(env.ok(&["list", "--format", "json"]).trim(), "[]");
 }
 
+/// Poststop hooks run at delete, once the container's processes (and its
+/// cgroup, if it has one) are gone, and are told the status `stopped`: after
+/// a plain delete, after `delete --force` of a running container, and at the
+/// end of a foreground run.
+#[test]
+fn poststop_hooks_run_at_delete() {
+    let env = Env::new();
+    let mut b = env.bundle("b", &["sleep", "1000"]);
+    let hook = |b: &mut Bundle, case: &str| -> std::path::PathBuf {
+        let out = env.tmp.path().join(format!("poststop-{case}.json"));
+        b.config["hooks"] = serde_json::json!({ "poststop": [{
+            "path": "/bin/sh",
+            "args": ["sh", "-c", "cat > \"$1\"", "sh", out.to_str().unwrap()],
+        }] });
+        b.save();
+        out
+    };
+    let told = |out: &Path, id: &str, case: &str| {
+        let text = fs::read_to_string(out)
+            .unwrap_or_else(|e| panic!("{case}: poststop hook did not run ({e})"));
+        let state: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(state["id"], id, "{case}: {state}");
+        assert_eq!(state["status"], "stopped", "{case}: {state}");
+        let cgroups = cgroups_named(id);
+        assert!(cgroups.is_empty(), "{case}: cgroups left: {cgroups:?}");
+        assert!(env.state_entries().is_empty(), "{case}: state left");
+    };
+
+    let out = hook(&mut b, "delete");
+    let id = unique_id("post");
+    env.ok(&["create", "--bundle", b.path(), &id]);
+    env.ok(&["start", &id]);
+    env.ok(&["kill", &id, "KILL"]);
+    env.wait_status(&id, "stopped");
+    env.ok(&["delete", &id]);
+    told(&out, &id, "delete");
+
+    let out = hook(&mut b, "force");
+    let id = unique_id("postf");
+    env.ok(&["create", "--bundle", b.path(), &id]);
+    env.ok(&["start", &id]);
+    env.ok(&["delete", "--force", &id]);
+    told(&out, &id, "delete --force");
+
+    let out = hook(&mut b, "run");
+    b.config["process"]["args"] = serde_json::json!(["true"]);
+    b.save();
+    let id = unique_id("postr");
+    env.ok(&["run", "--bundle", b.path(), &id]);
+    told(&out, &id, "foreground run");
+}
+
 #[test]
 fn delete_force_leaves_nothing() {
     let env = Env::new();

@@ -507,7 +507,7 @@ impl Runtime {
         if !o.cgroup_free || o.container.intel_rdt_dir().is_some() {
             return self.delete(o.container.id(), true);
         }
-        Self::remove_without_cgroup(&o.container)
+        Self::finish_delete(&o.container)
     }
 
     pub fn state(&self, id: &str) -> Result<StateView> {
@@ -693,7 +693,7 @@ impl Runtime {
                 )));
             }
             if c.intel_rdt_dir().is_none() {
-                return Self::remove_without_cgroup(&c);
+                return Self::finish_delete(&c);
             }
         }
         // One manager for the whole delete: building one scans mountinfo
@@ -731,27 +731,57 @@ impl Runtime {
         // A zombie the host's init has not reaped yet keeps a v1 cgroup busy
         // even when no pid is listed: retry the removal for a while.
         let mut tries = 0;
-        loop {
-            match c.delete(force) {
-                Ok(()) => return Ok(()),
-                Err(e @ libcontainer::error::LibcontainerError::CgroupManager(_)) if tries < 40 => {
-                    tries += 1;
-                    tracing::debug!(id, %e, "delete: retrying");
-                    std::thread::sleep(std::time::Duration::from_millis(250));
+        let retry = |tries: &mut u32, e: &dyn std::fmt::Display| {
+            *tries += 1;
+            tracing::debug!(id, %e, "delete: retrying");
+            std::thread::sleep(std::time::Duration::from_millis(250));
+        };
+        match manager {
+            // The manager at hand removes the cgroup: libcontainer's delete
+            // would build a second one (a mountinfo scan per v1 controller).
+            // It alone cleans up an Intel RDT group.
+            Some(m) if c.intel_rdt_dir().is_none() => {
+                use libcgroups::common::CgroupManager;
+                loop {
+                    match m.remove() {
+                        Ok(()) => break,
+                        Err(e) if tries < 40 => retry(&mut tries, &e),
+                        Err(e) => {
+                            return Err(RuntimeError::Init(format!(
+                                "container {id:?}: remove cgroup: {e}"
+                            )))
+                        }
+                    }
                 }
-                Err(e) => return Err(RuntimeError::lc(format!("container {id:?}"), e)),
+                Self::finish_delete(&c)
             }
+            _ => loop {
+                match c.delete(force) {
+                    Ok(()) => return Ok(()),
+                    Err(e @ libcontainer::error::LibcontainerError::CgroupManager(_))
+                        if tries < 40 =>
+                    {
+                        retry(&mut tries, &e)
+                    }
+                    Err(e) => return Err(RuntimeError::lc(format!("container {id:?}"), e)),
+                }
+            },
         }
     }
 
-    /// libcontainer's delete, less the cgroup it does not have: its cgroup
-    /// manager would scan mountinfo once per v1 controller to find nothing.
-    /// Init is gone (`wait_init_gone`): run the poststop hooks, remove the
-    /// state dir.
-    fn remove_without_cgroup(c: &Container) -> Result<()> {
+    /// The end of libcontainer's delete, once init is gone
+    /// (`wait_init_gone`) and so is the cgroup, if the container had one:
+    /// run the poststop hooks, remove the state dir.
+    fn finish_delete(c: &Container) -> Result<()> {
         if let Ok(config) = c.spec() {
             let hooks = config.hooks.as_ref().and_then(|h| h.poststop().clone());
-            libcontainer::hooks::run_hooks(hooks.as_ref(), Some(&c.state), None, None, None)
+            // What the hooks are told, as libcontainer does; `c` may still
+            // hold the status it was loaded (or started) with.
+            let state = libcontainer::container::State {
+                status: ContainerStatus::Stopped,
+                ..c.state.clone()
+            };
+            libcontainer::hooks::run_hooks(hooks.as_ref(), Some(&state), None, None, None)
                 .map_err(|e| {
                     RuntimeError::Init(format!("container {:?}: poststop hook: {e}", c.id()))
                 })?;
