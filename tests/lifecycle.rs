@@ -358,56 +358,74 @@ fn list_formats() {
     assert_eq!(env.ok(&["list", "--format", "json"]).trim(), "[]");
 }
 
-/// Poststop hooks run at delete, once the container's processes (and its
-/// cgroup, if it has one) are gone, and are told the status `stopped`: after
-/// a plain delete, after `delete --force` of a running container, and at the
-/// end of a foreground run.
+/// Poststop hooks run at delete, once the container's processes and cgroup
+/// are gone, and are told the status `stopped`: after a plain delete, after
+/// `delete --force` of a running container, and at the end of a foreground
+/// run. A hook that fails is a warning; the next hook and the delete go on.
 #[test]
 fn poststop_hooks_run_at_delete() {
     let env = Env::new();
     let mut b = env.bundle("b", &["sleep", "1000"]);
-    let hook = |b: &mut Bundle, case: &str| -> std::path::PathBuf {
-        let out = env.tmp.path().join(format!("poststop-{case}.json"));
-        b.config["hooks"] = serde_json::json!({ "poststop": [{
-            "path": "/bin/sh",
-            "args": ["sh", "-c", "cat > \"$1\"", "sh", out.to_str().unwrap()],
-        }] });
+    let hook = |b: &mut Bundle, id: &str| -> std::path::PathBuf {
+        let out = env.tmp.path().join(format!("poststop-{id}.json"));
+        // The second hook keeps the state it is given, and lists any
+        // cgroup of the container still there.
+        let record = "cat > \"$1\"; ls -d /sys/fs/cgroup/*/*\"$2\"* /sys/fs/cgroup/*/*/*\"$2\"* \
+                      > \"$1.cgroups\" 2>/dev/null; true";
+        b.config["hooks"] = serde_json::json!({ "poststop": [
+            { "path": "/bin/sh", "args": ["sh", "-c", "exit 3"] },
+            { "path": "/bin/sh", "args": ["sh", "-c", record, "sh", out.to_str().unwrap(), id] },
+        ] });
         b.save();
         out
     };
-    let told = |out: &Path, id: &str, case: &str| {
+    let told = |out: &Path, id: &str, stderr: &str, case: &str| {
         let text = fs::read_to_string(out)
-            .unwrap_or_else(|e| panic!("{case}: poststop hook did not run ({e})"));
+            .unwrap_or_else(|e| panic!("{case}: the second poststop hook did not run ({e})"));
         let state: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(state["id"], id, "{case}: {state}");
         assert_eq!(state["status"], "stopped", "{case}: {state}");
+        let seen = fs::read_to_string(out.with_extension("json.cgroups")).unwrap();
+        assert!(
+            seen.is_empty(),
+            "{case}: cgroups still there when the hook ran: {seen}"
+        );
+        assert!(
+            stderr.contains("poststop hook 0"),
+            "{case}: no warning for the failing hook: {stderr}"
+        );
         let cgroups = cgroups_named(id);
         assert!(cgroups.is_empty(), "{case}: cgroups left: {cgroups:?}");
         assert!(env.state_entries().is_empty(), "{case}: state left");
     };
+    let ok = |args: &[&str], case: &str| -> String {
+        let out = env.run(args);
+        assert!(out.status.success(), "{case}: {}", stderr_of(&out));
+        stderr_of(&out)
+    };
 
-    let out = hook(&mut b, "delete");
     let id = unique_id("post");
+    let out = hook(&mut b, &id);
     env.ok(&["create", "--bundle", b.path(), &id]);
     env.ok(&["start", &id]);
     env.ok(&["kill", &id, "KILL"]);
     env.wait_status(&id, "stopped");
-    env.ok(&["delete", &id]);
-    told(&out, &id, "delete");
+    let stderr = ok(&["delete", &id], "delete");
+    told(&out, &id, &stderr, "delete");
 
-    let out = hook(&mut b, "force");
     let id = unique_id("postf");
+    let out = hook(&mut b, &id);
     env.ok(&["create", "--bundle", b.path(), &id]);
     env.ok(&["start", &id]);
-    env.ok(&["delete", "--force", &id]);
-    told(&out, &id, "delete --force");
+    let stderr = ok(&["delete", "--force", &id], "delete --force");
+    told(&out, &id, &stderr, "delete --force");
 
-    let out = hook(&mut b, "run");
+    let id = unique_id("postr");
+    let out = hook(&mut b, &id);
     b.config["process"]["args"] = serde_json::json!(["true"]);
     b.save();
-    let id = unique_id("postr");
-    env.ok(&["run", "--bundle", b.path(), &id]);
-    told(&out, &id, "foreground run");
+    let stderr = ok(&["run", "--bundle", b.path(), &id], "run");
+    told(&out, &id, &stderr, "foreground run");
 }
 
 #[test]

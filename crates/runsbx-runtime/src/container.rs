@@ -773,18 +773,24 @@ impl Runtime {
     /// (`wait_init_gone`) and so is the cgroup, if the container had one:
     /// run the poststop hooks, remove the state dir.
     fn finish_delete(c: &Container) -> Result<()> {
-        if let Ok(config) = c.spec() {
-            let hooks = config.hooks.as_ref().and_then(|h| h.poststop().clone());
-            // What the hooks are told, as libcontainer does; `c` may still
-            // hold the status it was loaded (or started) with.
-            let state = libcontainer::container::State {
-                status: ContainerStatus::Stopped,
-                ..c.state.clone()
-            };
-            libcontainer::hooks::run_hooks(hooks.as_ref(), Some(&state), None, None, None)
-                .map_err(|e| {
-                    RuntimeError::Init(format!("container {:?}: poststop hook: {e}", c.id()))
-                })?;
+        let hooks = c
+            .spec()
+            .ok()
+            .and_then(|config| config.hooks.as_ref().and_then(|h| h.poststop().clone()));
+        // What the hooks are told, as libcontainer does; `c` may still hold
+        // the status it was loaded (or started) with.
+        let state = libcontainer::container::State {
+            status: ContainerStatus::Stopped,
+            ..c.state.clone()
+        };
+        // One at a time: the runtime spec makes a failing poststop hook a
+        // warning, after which the other hooks and the delete go on.
+        for (i, hook) in hooks.into_iter().flatten().enumerate() {
+            if let Err(e) =
+                libcontainer::hooks::run_hooks(Some(&vec![hook]), Some(&state), None, None, None)
+            {
+                tracing::warn!("container {:?}: poststop hook {i}: {e}", c.id());
+            }
         }
         match fs::remove_dir_all(&c.root) {
             // A concurrent delete (the run's own, after a `delete --force`)
