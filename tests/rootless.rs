@@ -277,6 +277,31 @@ fn user_run_and_delete_force() {
     }
 }
 
+/// A poststop hook of a container deleted with --force while running is
+/// told the status `stopped`, with or without a delegated cgroup.
+#[test]
+fn user_poststop_hook_is_told_stopped() {
+    if !as_user() {
+        return;
+    }
+    let env = Env::any_user();
+    let mut b = user_bundle(&env, "b", &["sleep", "100"]);
+    let out = env.tmp.path().join("poststop.json");
+    b.config["hooks"] = json!({ "poststop": [{
+        "path": "/bin/sh",
+        "args": ["sh", "-c", "cat > \"$1\"", "sh", out.to_str().unwrap()],
+    }] });
+    b.save();
+    let id = unique_id("rlhook");
+    env.ok(&["run", "-d", "--bundle", b.path(), &id]);
+    env.wait_status(&id, "running");
+    env.ok(&["delete", "--force", &id]);
+    let text = fs::read_to_string(&out).expect("the poststop hook ran");
+    let state: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(state["status"], "stopped", "{state}");
+    assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
+}
+
 #[test]
 fn user_spec_rootless_runs_as_it_is_and_limits_are_refused() {
     if !as_user() {
