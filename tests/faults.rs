@@ -134,12 +134,12 @@ fn create_removes_the_report_of_a_killed_create() {
     let env = Env::new();
     let b = env.bundle("b", &["sleep", "100"]);
     let id = unique_id("stalerep");
-    // What the killed create left: `.<id>.<its pid>.report`.
+    // What the killed create left: `.<id>.report`.
     // 0700 whatever the umask: runsbx refuses a root others may write.
     std::os::unix::fs::DirBuilderExt::mode(&mut fs::DirBuilder::new(), 0o700)
         .create(&env.root)
         .unwrap();
-    let stale = env.root.join(format!(".{id}.999999999.report"));
+    let stale = env.root.join(format!(".{id}.report"));
     nix::unistd::mkfifo(&stale, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
     env.ok(&["create", "--bundle", b.path(), &id]);
     let left = stale.exists();

@@ -261,12 +261,6 @@ impl Runtime {
         if dir.exists() {
             return Err(RuntimeError::Exists(opts.id));
         }
-        if !opts.foreground {
-            // A detached create killed between its mkfifo and its commit
-            // left its report FIFO in the root; the lock says no create of
-            // this id is alive to own one.
-            remove_stale_reports(&self.root, &opts.id);
-        }
         if let Some(d) = delegated {
             // Stops: a container joining a cgroup that holds another's
             // processes (the same id under another --root, or one left by a
@@ -1150,8 +1144,9 @@ impl Drop for CreateLock {
     }
 }
 
-/// Removes the report FIFOs (`.<id>.<pid>.report`) that creates of `id`
-/// killed before moving them into the state dir left in the root, and the
+/// Removes the report FIFO (`.<id>.report`; `.<id>.<pid>.report` from
+/// earlier builds) that a create of `id` killed before moving it into the
+/// state dir left in the root, and the
 /// config views (`.<id>.<pid>.config.json`, rootless.rs) of creates and
 /// execs killed half-way. Call it holding the id's [`CreateLock`], so no
 /// live create owns a report; a view is left while its process lives (an
@@ -1166,6 +1161,10 @@ fn remove_stale_reports(root: &Path, id: &str) {
         let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
             continue;
         };
+        if rest == "report" {
+            let _ = fs::remove_file(entry.path());
+            continue;
+        }
         let (pid, live_ok) = match (
             rest.strip_suffix(".report"),
             rest.strip_suffix(".config.json"),
