@@ -132,9 +132,11 @@ fn the_reported_pid_is_the_workload_and_its_rss_grows() {
 
 fn wait_for_start(path: &Path) -> i32 {
     for _ in 0..500 {
+        // Only a whole line counts: the test may read while runsbx writes.
         if let Some(first) = fs::read_to_string(path)
             .ok()
-            .and_then(|t| t.lines().next().map(String::from))
+            .and_then(|t| t.split_inclusive('\n').next().map(String::from))
+            .filter(|l| l.ends_with('\n'))
         {
             let v: Value = serde_json::from_str(&first).unwrap();
             assert_eq!(v["event"], "start");

@@ -105,9 +105,13 @@ impl Supervision {
         })
     }
 
-    fn emit(&mut self, line: serde_json::Value) {
+    /// Writes one event to the status fd as one line in one write(2), so a
+    /// supervisor reading the file never sees half a line.
+    pub fn emit(&mut self, event: serde_json::Value) {
         if let Some(f) = self.status_fd.as_mut() {
-            let _ = writeln!(f, "{line}");
+            let mut line = event.to_string();
+            line.push('\n');
+            let _ = f.write_all(line.as_bytes());
         }
     }
 

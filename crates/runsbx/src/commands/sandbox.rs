@@ -375,14 +375,7 @@ fn direct(ctx: &Ctx, a: Sandbox) -> Result<u8> {
         fs::write(p, pid.as_raw().to_string())
             .with_context(|| format!("--pid-file {}", p.display()))?;
     }
-    if let Some(f) = sup.status_fd.as_mut() {
-        use std::io::Write;
-        let _ = writeln!(
-            f,
-            "{}",
-            serde_json::json!({ "event": "start", "pid": pid.as_raw() })
-        );
-    }
+    sup.emit(serde_json::json!({ "event": "start", "pid": pid.as_raw() }));
     let (done, killed_for, peak) = run::watch(&monitor, pid, sup.limits, started_at, kill)?;
     let outcome = Outcome::finished(pid.as_raw(), done, killed_for, peak, started_at.elapsed());
     sup.finish(&outcome)?;
