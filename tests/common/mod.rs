@@ -228,6 +228,22 @@ impl Bundle {
         self.dir.to_str().unwrap()
     }
 
+    /// Waits up to 10 s for the workload to create `/ready` in its rootfs. A
+    /// shell is PID 1 of its pid namespace, so until its `trap` has run, the
+    /// kernel drops a signal from outside: scripts that trap a signal touch
+    /// `/ready` after the trap, and tests wait for it before signalling.
+    pub fn wait_ready(&self) {
+        let ready = self.dir.join("rootfs/ready");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !ready.exists() {
+            assert!(
+                Instant::now() < deadline,
+                "the workload never touched /ready"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Adds a file to the rootfs (e.g. the probe).
     pub fn add_file(&self, src: &Path, dest: &str) {
         let to = self.dir.join("rootfs").join(dest.trim_start_matches('/'));
@@ -262,6 +278,21 @@ pub fn base_config(args: &[&str]) -> Value {
             "readonlyPaths": ["/proc/sys", "/proc/sysrq-trigger"]
         }
     })
+}
+
+/// Waits (up to 10 s) until runsbx `child` has forked (libcontainer's
+/// intermediate process exists), sleeps `then`, and SIGKILLs and reaps it.
+pub fn kill_after_its_fork(child: &mut std::process::Child, then: Duration) {
+    let children = format!("/proc/{0}/task/{0}/children", child.id());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while fs::read_to_string(&children).is_ok_and(|c| c.trim().is_empty())
+        && Instant::now() < deadline
+    {
+        std::thread::yield_now();
+    }
+    std::thread::sleep(then);
+    let _ = child.kill();
+    child.wait().unwrap();
 }
 
 /// Waits up to `limit` for `pid` to be gone or a zombie; whether it is.

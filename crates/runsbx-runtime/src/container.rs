@@ -637,11 +637,12 @@ impl Runtime {
             }
             // A create in flight, or one killed half-way. Only the latter's
             // leftovers are ours to remove.
-            let Some(_lock) = CreateLock::try_take(&self.root, id)? else {
+            let Some(lock) = CreateLock::try_take(&self.root, id)? else {
                 return Err(RuntimeError::Init(format!(
                     "delete {id}: a create of this id is still running"
                 )));
             };
+            lock.kill_orphans();
             // Its init may live on, waiting for a start that never comes, in
             // the cgroup libcontainer's youki_config.json names.
             if let Ok(config) = libcontainer::config::YoukiConfig::load(&dir) {
@@ -652,8 +653,11 @@ impl Runtime {
             return Ok(());
         }
         if force {
-            // A create or run killed after its state was complete.
-            if let Ok(Some(_lock)) = CreateLock::try_take(&self.root, id) {
+            // A create or run killed after libcontainer saved its first
+            // state (before it forked): what it forked may still be about
+            // to make cgroups, which must go before the cleanup below.
+            if let Ok(Some(lock)) = CreateLock::try_take(&self.root, id) {
+                lock.kill_orphans();
                 remove_stale_reports(&self.root, id);
             }
         }
@@ -1033,7 +1037,12 @@ fn signal_cgroup(
 ) -> Result<()> {
     use libcgroups::common::{CgroupManager, FreezerState};
     let _ = manager.freeze(FreezerState::Frozen);
-    let pids = manager.get_all_pids();
+    let pids = match manager.get_all_pids() {
+        // No directory, no process in it (one with processes cannot be
+        // removed): e.g. a create killed before it made its cgroup.
+        Err(e) if cgroup_missing(&e) => Ok(Vec::new()),
+        r => r,
+    };
     if let Ok(pids) = &pids {
         for pid in pids {
             let _ = nix::sys::signal::kill(*pid, signal);
@@ -1043,6 +1052,19 @@ fn signal_cgroup(
     pids.map_err(|e| RuntimeError::Init(format!("kill {id}: cgroup: {e}")))?;
     thawed.map_err(|e| RuntimeError::Init(format!("kill {id}: thaw: {e}")))?;
     Ok(())
+}
+
+/// Whether reading the cgroup failed because its directory does not exist.
+fn cgroup_missing(e: &libcgroups::common::AnyManagerError) -> bool {
+    use libcgroups::common::AnyManagerError as E;
+    use libcgroups::v1::manager::V1ManagerError as V1;
+    use libcgroups::v2::manager::V2ManagerError as V2;
+    match e {
+        E::V1(V1::WrappedIo(w)) | E::V2(V2::WrappedIo(w)) => {
+            w.inner().kind() == std::io::ErrorKind::NotFound
+        }
+        _ => false,
+    }
 }
 
 fn kill_cgroup_path(id: &str, path: PathBuf) {
@@ -1089,14 +1111,96 @@ fn kill_cgroup_path(id: &str, path: PathBuf) {
 /// the init libcontainer forks does not hold it on after its create died,
 /// and `delete` can tell a create in flight from one killed half-way
 /// (tests/faults.rs `sigkill_during_create_and_run`).
+///
+/// `create` also keeps the file open read-only (`_marker`), and that
+/// descriptor is inherited: libcontainer's intermediate process and init
+/// hold it until they exit or exec. Nothing else opens the file read-only,
+/// so after a create was killed half-way, `delete` finds what is left of it
+/// by that descriptor ([`CreateLock::kill_orphans`]).
 struct CreateLock {
     path: PathBuf,
-    _file: fs::File,
+    file: fs::File,
+    /// The file was there before: a create killed half-way left it (one
+    /// that finished or failed removed it).
+    existed: bool,
+    _marker: Option<fs::File>,
 }
 
 impl CreateLock {
     fn take(root: &Path, id: &str) -> Result<Self> {
-        Self::try_take(root, id)?.ok_or_else(|| RuntimeError::Exists(id.to_string()))
+        let mut lock =
+            Self::try_take(root, id)?.ok_or_else(|| RuntimeError::Exists(id.to_string()))?;
+        let marker = fs::File::open(&lock.path)
+            .map_err(|e| RuntimeError::io(format!("open {}", lock.path.display()), e))?;
+        lock._marker = Some(marker);
+        Ok(lock)
+    }
+
+    /// SIGKILLs the processes a create of this id that died half-way left
+    /// behind (they hold its read-only marker) and waits up to 5 s for them
+    /// to exit. Stops: libcontainer's intermediate process, orphaned by a
+    /// create killed before it saved its state, creating the container's
+    /// cgroups after `delete --force` has removed them, so that they are
+    /// left behind for good. Call it holding the lock, so that no live
+    /// create shares the file. A process the caller may not inspect (a
+    /// rootless init made non-dumpable) is not seen; the cgroup clean-up
+    /// still kills it once it has joined its cgroup.
+    fn kill_orphans(&self) {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::MetadataExt;
+        if !self.existed {
+            return;
+        }
+        let Ok(meta) = self.file.metadata() else {
+            return;
+        };
+        let me = std::process::id();
+        let holds_marker = |pid: u32| -> bool {
+            let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+                return false;
+            };
+            fds.flatten().any(|fd| {
+                let same = fs::metadata(fd.path())
+                    .is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino());
+                same && fd_is_read_only(pid, &fd.file_name())
+            })
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        // Again until a scan finds none: the intermediate may fork init
+        // after /proc was read, and a killed process forks no more.
+        for _ in 0..10 {
+            let Ok(procs) = fs::read_dir("/proc") else {
+                return;
+            };
+            let mut killed = Vec::new();
+            for pid in procs
+                .flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            {
+                if pid == me || !holds_marker(pid) {
+                    continue;
+                }
+                // Checked again through a pidfd: the signal reaches the
+                // process that holds the marker, not one that took its pid.
+                let Ok(pidfd) = crate::sys::pidfd::pidfd_open(Pid::from_raw(pid as i32)) else {
+                    continue;
+                };
+                if holds_marker(pid)
+                    && crate::sys::pidfd::signal(pidfd.as_raw_fd(), Signal::SIGKILL).is_ok()
+                {
+                    tracing::debug!(pid, "delete: killed a process of a create killed half-way");
+                    killed.push(pidfd);
+                }
+            }
+            if killed.is_empty() {
+                return;
+            }
+            for pidfd in killed {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                let _ =
+                    crate::sys::pidfd::exited_within(pidfd.as_raw_fd(), left.as_millis() as i32);
+            }
+        }
     }
 
     /// `Ok(None)` when another process holds it: a create of `id` in flight.
@@ -1104,13 +1208,20 @@ impl CreateLock {
         use std::os::fd::AsRawFd;
         use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
         let path = root.join(format!(".{id}.create"));
-        let file = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| RuntimeError::io(format!("open {}", path.display()), e))?;
+        let open = |create: bool| {
+            fs::OpenOptions::new()
+                .create(create)
+                .truncate(false)
+                .write(true)
+                .mode(0o600)
+                .open(&path)
+        };
+        let (file, existed) = match open(false) {
+            Ok(file) => (Ok(file), true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (open(true), false),
+            Err(e) => (Err(e), true),
+        };
+        let file = file.map_err(|e| RuntimeError::io(format!("open {}", path.display()), e))?;
         let whole_file = libc::flock {
             l_type: libc::F_WRLCK as libc::c_short,
             l_whence: libc::SEEK_SET as libc::c_short,
@@ -1133,8 +1244,27 @@ impl CreateLock {
             // Not `then_some`: a Self built here would unlink the new file on drop.
             return Ok(None);
         }
-        Ok(Some(Self { path, _file: file }))
+        Ok(Some(Self {
+            path,
+            file,
+            existed,
+            _marker: None,
+        }))
     }
+}
+
+/// Whether descriptor `fd` of `pid` was opened read-only (/proc fdinfo).
+fn fd_is_read_only(pid: u32, fd: &std::ffi::OsStr) -> bool {
+    let path = Path::new("/proc")
+        .join(pid.to_string())
+        .join("fdinfo")
+        .join(fd);
+    fs::read_to_string(path).is_ok_and(|info| {
+        info.lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .and_then(|f| i32::from_str_radix(f.trim(), 8).ok())
+            .is_some_and(|flags| flags & libc::O_ACCMODE == libc::O_RDONLY)
+    })
 }
 
 impl Drop for CreateLock {

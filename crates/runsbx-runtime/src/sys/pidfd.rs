@@ -12,7 +12,7 @@ use nix::unistd::Pid;
 
 use crate::error::{Result, RuntimeError};
 
-fn pidfd_open(pid: Pid) -> std::io::Result<OwnedFd> {
+pub fn pidfd_open(pid: Pid) -> std::io::Result<OwnedFd> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor
     // or -1; no memory is passed.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.as_raw(), 0) };
@@ -32,19 +32,44 @@ pub fn open_self() -> Result<OwnedFd> {
 
 /// Whether the process behind `pidfd` has exited (its pidfd polls readable).
 pub fn exited(pidfd: RawFd) -> std::io::Result<bool> {
+    exited_within(pidfd, 0)
+}
+
+/// Whether the process behind `pidfd` exits (or is a zombie) within
+/// `timeout_ms` milliseconds.
+pub fn exited_within(pidfd: RawFd, timeout_ms: i32) -> std::io::Result<bool> {
     let mut fds = [libc::pollfd {
         fd: pidfd,
         events: libc::POLLIN,
         revents: 0,
     }];
-    // SAFETY: one valid pollfd, its length, no timeout.
-    match unsafe { libc::poll(fds.as_mut_ptr(), 1, 0) } {
+    // SAFETY: one valid pollfd, its length, a timeout in milliseconds.
+    match unsafe { libc::poll(fds.as_mut_ptr(), 1, timeout_ms) } {
         n if n < 0 => Err(std::io::Error::last_os_error()),
         _ if fds[0].revents & libc::POLLNVAL != 0 => {
             Err(std::io::Error::from_raw_os_error(libc::EBADF))
         }
         _ => Ok(fds[0].revents & libc::POLLIN != 0),
     }
+}
+
+/// Sends `signal` through a pidfd: it reaches the process the pidfd was
+/// opened on, never one that reused its pid.
+pub fn signal(pidfd: RawFd, signal: nix::sys::signal::Signal) -> std::io::Result<()> {
+    // SAFETY: a descriptor, a signal number, no siginfo, no flags.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd,
+            signal as libc::c_int,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 pub fn send(socket_path: &Path, pid: Pid) -> Result<()> {
