@@ -445,11 +445,14 @@ fn podman_detached_exec_pause_stop_rm() {
                 IMAGE,
                 "sh",
                 "-c",
-                "trap 'exit 9' TERM; while :; do sleep 0.1; done",
+                "trap 'exit 9' TERM; echo ready; while :; do sleep 0.1; done",
             ],
         );
         ids.push(id.trim().to_string());
-        std::thread::sleep(Duration::from_millis(300));
+        // PID 1 of its namespace: a SIGTERM before the trap would be dropped.
+        eventually("the trap to be set", || {
+            p.ok(rt, &["logs", &name]).contains("ready")
+        });
         p.ok(rt, &["stop", "-t", "5", &name]);
         let exit = p.ok(rt, &["inspect", "--format", "{{.State.ExitCode}}", &name]);
         assert_eq!(exit.trim(), "9", "{rt:?}");

@@ -104,19 +104,31 @@ fn run_forwards_signals() {
         &[
             "sh",
             "-c",
-            "trap 'exit 9' USR1; while true; do sleep 0.05; done",
+            "trap 'exit 9' USR1; : > /ready; while true; do sleep 0.05; done",
         ],
     );
     let id = unique_id("fwd");
-    let child = env.spawn_run(b.path(), &id);
-    std::thread::sleep(std::time::Duration::from_millis(100));
+    let mut child = env.spawn_run(b.path(), &id);
+    b.wait_ready();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGUSR1,
     )
     .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(9));
+    // A lost signal must fail the test, not hang it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = env.run(&["delete", "--force", &id]);
+            let _ = child.kill();
+            panic!("SIGUSR1 was not forwarded: run still going after 10 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(9));
 }
 
 #[test]
@@ -470,11 +482,12 @@ fn kill_signals_and_state() {
         &[
             "sh",
             "-c",
-            "trap 'exit 42' TERM; while true; do sleep 0.05; done",
+            "trap 'exit 42' TERM; : > /ready; while true; do sleep 0.05; done",
         ],
     );
     let id = unique_id("kill");
     env.ok(&["run", "-d", "--bundle", b.path(), &id]);
+    b.wait_ready();
     env.ok(&["kill", &id, "WINCH"]);
     assert_eq!(env.state(&id)["status"], "running");
     env.ok(&["kill", &id]); // SIGTERM by default

@@ -190,8 +190,10 @@ fn the_workload_is_not_host_root_and_is_sealed() {
     };
     // Wait until the workload itself has exec'd (not the runtime's init).
     let status = loop {
-        let s = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        // exe first: a status read before the exec would show init before
+        // seccomp and the capability drop.
         let exe = fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+        let s = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
         if exe.to_string_lossy().contains("python3") {
             break s;
         }
