@@ -161,7 +161,17 @@ fn delete_force_stops_what_a_create_killed_after_its_fork_left() {
             // Spread over the intermediate's short life.
             kill_after_its_fork(&mut child, Duration::from_micros(300 * (n % 5)));
             let context = format!("{verb} of {} killed after its fork", b.path());
-            let out = env.run(&["delete", "--force", &id]);
+            if n % 3 == 1 {
+                // A retried create fails, and leaves the way to the
+                // orphans (the dead create's lock file) in place.
+                let out = env.run(&["create", "--bundle", b.path(), &id]);
+                assert!(!out.status.success(), "{context}: a second create ran");
+            }
+            // A plain delete too: a killed create's state reads `creating`.
+            let out = match n % 3 {
+                2 => env.run(&["delete", &id]),
+                _ => env.run(&["delete", "--force", &id]),
+            };
             assert!(out.status.success(), "{context}: {}", stderr_of(&out));
             assert_gone(&env, &id, &context);
         }

@@ -256,9 +256,10 @@ impl Runtime {
             )?;
         }
         self.ensure_root()?;
-        let _lock = CreateLock::take(&self.root, &opts.id)?;
+        let mut lock = CreateLock::take(&self.root, &opts.id)?;
         let dir = self.dir(&opts.id);
         if dir.exists() {
+            lock.keep_if_left();
             return Err(RuntimeError::Exists(opts.id));
         }
         if let Some(d) = delegated {
@@ -652,14 +653,30 @@ impl Runtime {
             remove_stale_reports(&self.root, id);
             return Ok(());
         }
-        if force {
-            // A create or run killed after libcontainer saved its first
-            // state (before it forked): what it forked may still be about
-            // to make cgroups, which must go before the cleanup below.
-            if let Ok(Some(lock)) = CreateLock::try_take(&self.root, id) {
+        // A create or run killed after libcontainer saved its first state
+        // (before it forked) left its lock file, and what it forked may
+        // still be about to make cgroups, which must go before the clean-up
+        // below. A create still running holds the lock: only --force goes
+        // on. With --force the lock is taken even without a file, so that no
+        // create starts while stale report FIFOs and config views go.
+        let found = match CreateLock::try_take_existing(&self.root, id)? {
+            LockFile::Absent if force => match CreateLock::try_take(&self.root, id)? {
+                Some(lock) => LockFile::Taken(lock),
+                None => LockFile::Held,
+            },
+            found => found,
+        };
+        match found {
+            LockFile::Taken(lock) => {
                 lock.kill_orphans();
                 remove_stale_reports(&self.root, id);
             }
+            LockFile::Held if !force => {
+                return Err(RuntimeError::Init(format!(
+                    "delete {id}: a create of this id is still running"
+                )))
+            }
+            LockFile::Held | LockFile::Absent => {}
         }
         let mut c = match self.load(id) {
             Ok(c) => c,
@@ -708,7 +725,13 @@ impl Runtime {
             // Kill everything first and wait for the cgroup to empty:
             // libcontainer removes the cgroup right after signalling, which
             // fails while the processes are still exiting.
-            signal_cgroup(id, m, Signal::SIGKILL)?;
+            match signal_cgroup(id, m, Signal::SIGKILL) {
+                // A create killed before it made the cgroup (its orphans
+                // were stopped above): nothing is in it, and init, if
+                // recorded, is signalled itself.
+                Err(_) if !cgroup_exists(&c) => signal_init(&c, Signal::SIGKILL)?,
+                r => r?,
+            }
         } else if let Some(m) = &manager {
             // "Stopped" can be wrong: a create killed before it recorded
             // init's pid reads as stopped while init waits for `start`; and
@@ -1037,12 +1060,7 @@ fn signal_cgroup(
 ) -> Result<()> {
     use libcgroups::common::{CgroupManager, FreezerState};
     let _ = manager.freeze(FreezerState::Frozen);
-    let pids = match manager.get_all_pids() {
-        // No directory, no process in it (one with processes cannot be
-        // removed): e.g. a create killed before it made its cgroup.
-        Err(e) if cgroup_missing(&e) => Ok(Vec::new()),
-        r => r,
-    };
+    let pids = manager.get_all_pids();
     if let Ok(pids) = &pids {
         for pid in pids {
             let _ = nix::sys::signal::kill(*pid, signal);
@@ -1054,17 +1072,20 @@ fn signal_cgroup(
     Ok(())
 }
 
-/// Whether reading the cgroup failed because its directory does not exist.
-fn cgroup_missing(e: &libcgroups::common::AnyManagerError) -> bool {
-    use libcgroups::common::AnyManagerError as E;
-    use libcgroups::v1::manager::V1ManagerError as V1;
-    use libcgroups::v2::manager::V2ManagerError as V2;
-    match e {
-        E::V1(V1::WrappedIo(w)) | E::V2(V2::WrappedIo(w)) => {
-            w.inner().kind() == std::io::ErrorKind::NotFound
-        }
-        _ => false,
-    }
+/// Whether a directory of the container's cgroup exists (v2's, or v1's
+/// devices one, which libcgroups lists processes from). True when unsure.
+fn cgroup_exists(c: &Container) -> bool {
+    let Ok(config) = c.spec() else { return true };
+    let rel = config.cgroup_path;
+    let rel = rel.strip_prefix("/").unwrap_or(&rel);
+    let base = Path::new("/sys/fs/cgroup");
+    [
+        base.join(rel),
+        base.join("devices").join(rel),
+        base.join("unified").join(rel),
+    ]
+    .iter()
+    .any(|p| p.exists())
 }
 
 fn kill_cgroup_path(id: &str, path: PathBuf) {
@@ -1112,18 +1133,31 @@ fn kill_cgroup_path(id: &str, path: PathBuf) {
 /// and `delete` can tell a create in flight from one killed half-way
 /// (tests/faults.rs `sigkill_during_create_and_run`).
 ///
-/// `create` also keeps the file open read-only (`_marker`), and that
-/// descriptor is inherited: libcontainer's intermediate process and init
-/// hold it until they exit or exec. Nothing else opens the file read-only,
-/// so after a create was killed half-way, `delete` finds what is left of it
-/// by that descriptor ([`CreateLock::kill_orphans`]).
+/// `create` also keeps the file open read-only (`_marker`). Both of its
+/// descriptors are inherited: libcontainer's intermediate process and init
+/// hold them until they exit or exec (close-on-exec). After a create was
+/// killed half-way, `delete` finds what is left of it by that pair
+/// ([`CreateLock::kill_orphans`]).
 struct CreateLock {
     path: PathBuf,
     file: fs::File,
-    /// The file was there before: a create killed half-way left it (one
-    /// that finished or failed removed it).
+    /// The file was there before: left by a create that died (one that
+    /// finished or failed removed it), whose orphans may still hold it, or
+    /// made by a concurrent opener.
     existed: bool,
+    /// Leave the file on drop: it may be the only way to find a dead
+    /// create's orphans ([`CreateLock::keep_if_left`]).
+    keep: bool,
     _marker: Option<fs::File>,
+}
+
+/// What `<root>/.<id>.create` says about creates of an id.
+enum LockFile {
+    /// No file: no create of the id runs, and none died half-way.
+    Absent,
+    /// A create of the id runs.
+    Held,
+    Taken(CreateLock),
 }
 
 impl CreateLock {
@@ -1136,15 +1170,99 @@ impl CreateLock {
         Ok(lock)
     }
 
+    /// `Ok(None)` when another process holds it: a create of `id` in flight.
+    fn try_take(root: &Path, id: &str) -> Result<Option<Self>> {
+        match Self::open_and_lock(root, id, true)? {
+            LockFile::Taken(lock) => Ok(Some(lock)),
+            LockFile::Held | LockFile::Absent => Ok(None),
+        }
+    }
+
+    /// The lock when the file is there; without creating it (a delete of a
+    /// container whose create finished pays one failed open).
+    fn try_take_existing(root: &Path, id: &str) -> Result<LockFile> {
+        Self::open_and_lock(root, id, false)
+    }
+
+    fn open_and_lock(root: &Path, id: &str, create: bool) -> Result<LockFile> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let path = root.join(format!(".{id}.create"));
+        let open = |create: bool| {
+            fs::OpenOptions::new()
+                .create(create)
+                .truncate(false)
+                .write(true)
+                .mode(0o600)
+                .open(&path)
+        };
+        let (file, existed) = match open(false) {
+            Ok(file) => (Ok(file), true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => {
+                return Ok(LockFile::Absent)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (open(true), false),
+            Err(e) => (Err(e), true),
+        };
+        let file = file.map_err(|e| RuntimeError::io(format!("open {}", path.display()), e))?;
+        let whole_file = libc::flock {
+            l_type: libc::F_WRLCK as libc::c_short,
+            l_whence: libc::SEEK_SET as libc::c_short,
+            l_start: 0,
+            l_len: 0,
+            l_pid: 0,
+        };
+        match nix::fcntl::fcntl(file.as_raw_fd(), nix::fcntl::FcntlArg::F_SETLK(&whole_file)) {
+            Ok(_) => {}
+            Err(nix::errno::Errno::EACCES | nix::errno::Errno::EAGAIN) => {
+                return Ok(LockFile::Held)
+            }
+            Err(e) => return Err(RuntimeError::sys(format!("lock {}", path.display()), e)),
+        }
+        // A create that finished meanwhile unlinked the file we locked: it
+        // then made the container (or failed), so treat the id as taken.
+        let same = match (fs::metadata(&path), file.metadata()) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        };
+        if !same {
+            // Not `then_some`: a Self built here would unlink the new file on drop.
+            return Ok(LockFile::Held);
+        }
+        Ok(LockFile::Taken(Self {
+            path,
+            file,
+            existed,
+            keep: false,
+            _marker: None,
+        }))
+    }
+
+    /// For a create that fails because the container exists: a file that
+    /// was there before may be a dead create's, whose orphans hold it until
+    /// a delete finds them by it, so it stays.
+    fn keep_if_left(&mut self) {
+        self.keep = self.existed;
+    }
+
     /// SIGKILLs the processes a create of this id that died half-way left
-    /// behind (they hold its read-only marker) and waits up to 5 s for them
-    /// to exit. Stops: libcontainer's intermediate process, orphaned by a
-    /// create killed before it saved its state, creating the container's
-    /// cgroups after `delete --force` has removed them, so that they are
-    /// left behind for good. Call it holding the lock, so that no live
-    /// create shares the file. A process the caller may not inspect (a
-    /// rootless init made non-dumpable) is not seen; the cgroup clean-up
-    /// still kills it once it has joined its cgroup.
+    /// behind and waits up to 5 s for them to exit. Stops: libcontainer's
+    /// intermediate process, orphaned by a create killed before it saved its
+    /// state, making the container's cgroups after `delete --force` has
+    /// removed them, and its init waiting for ever on a channel to its dead
+    /// parent inside them. Call it holding the lock, so that no live create
+    /// shares the file.
+    ///
+    /// A process counts only if it holds the file both write-only (the lock
+    /// descriptor) and read-only (the marker), as a fork of that create
+    /// does: a file-access monitor (fanotify) holds it read-only alone, and
+    /// another runsbx trying the lock write-only alone. The scan reads only
+    /// /proc's link texts and fdinfo, never the files behind descriptors (a
+    /// stat of a hung FUSE or NFS file would hang the delete).
+    ///
+    /// Rootless, the delete runs in a user namespace of its own, from which
+    /// another container's descriptors are not shown: nothing is found
+    /// (docs/rootless.md).
     fn kill_orphans(&self) {
         use std::os::fd::AsRawFd;
         use std::os::unix::fs::MetadataExt;
@@ -1154,16 +1272,31 @@ impl CreateLock {
         let Ok(meta) = self.file.metadata() else {
             return;
         };
+        let Some(name) = self.path.file_name().and_then(|n| n.to_str()) else {
+            return;
+        };
+        let (suffix, deleted) = (format!("/{name}"), format!("/{name} (deleted)"));
         let me = std::process::id();
-        let holds_marker = |pid: u32| -> bool {
+        let holds_both = |pid: u32| -> bool {
             let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
                 return false;
             };
-            fds.flatten().any(|fd| {
-                let same = fs::metadata(fd.path())
-                    .is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino());
-                same && fd_is_read_only(pid, &fd.file_name())
-            })
+            let (mut write, mut read) = (false, false);
+            for fd in fds.flatten() {
+                let Ok(target) = fs::read_link(fd.path()) else {
+                    continue;
+                };
+                let target = target.to_string_lossy();
+                if !target.ends_with(&suffix) && !target.ends_with(&deleted) {
+                    continue;
+                }
+                match fd_mode(pid, &fd.file_name(), meta.ino()) {
+                    Some(libc::O_WRONLY) => write = true,
+                    Some(libc::O_RDONLY) => read = true,
+                    _ => {}
+                }
+            }
+            write && read
         };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         // Again until a scan finds none: the intermediate may fork init
@@ -1177,15 +1310,21 @@ impl CreateLock {
                 .flatten()
                 .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
             {
-                if pid == me || !holds_marker(pid) {
+                if pid == me || !holds_both(pid) {
                     continue;
                 }
                 // Checked again through a pidfd: the signal reaches the
-                // process that holds the marker, not one that took its pid.
-                let Ok(pidfd) = crate::sys::pidfd::pidfd_open(Pid::from_raw(pid as i32)) else {
-                    continue;
+                // process that holds the file, not one that took its pid.
+                let pidfd = match crate::sys::pidfd::pidfd_open(Pid::from_raw(pid as i32)) {
+                    Ok(fd) => fd,
+                    Err(e) => {
+                        if e.raw_os_error() != Some(libc::ESRCH) {
+                            tracing::warn!(pid, %e, "delete: cannot stop a process of a create killed half-way");
+                        }
+                        continue;
+                    }
                 };
-                if holds_marker(pid)
+                if holds_both(pid)
                     && crate::sys::pidfd::signal(pidfd.as_raw_fd(), Signal::SIGKILL).is_ok()
                 {
                     tracing::debug!(pid, "delete: killed a process of a create killed half-way");
@@ -1202,73 +1341,32 @@ impl CreateLock {
             }
         }
     }
-
-    /// `Ok(None)` when another process holds it: a create of `id` in flight.
-    fn try_take(root: &Path, id: &str) -> Result<Option<Self>> {
-        use std::os::fd::AsRawFd;
-        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-        let path = root.join(format!(".{id}.create"));
-        let open = |create: bool| {
-            fs::OpenOptions::new()
-                .create(create)
-                .truncate(false)
-                .write(true)
-                .mode(0o600)
-                .open(&path)
-        };
-        let (file, existed) = match open(false) {
-            Ok(file) => (Ok(file), true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (open(true), false),
-            Err(e) => (Err(e), true),
-        };
-        let file = file.map_err(|e| RuntimeError::io(format!("open {}", path.display()), e))?;
-        let whole_file = libc::flock {
-            l_type: libc::F_WRLCK as libc::c_short,
-            l_whence: libc::SEEK_SET as libc::c_short,
-            l_start: 0,
-            l_len: 0,
-            l_pid: 0,
-        };
-        match nix::fcntl::fcntl(file.as_raw_fd(), nix::fcntl::FcntlArg::F_SETLK(&whole_file)) {
-            Ok(_) => {}
-            Err(nix::errno::Errno::EACCES | nix::errno::Errno::EAGAIN) => return Ok(None),
-            Err(e) => return Err(RuntimeError::sys(format!("lock {}", path.display()), e)),
-        }
-        // A create that finished meanwhile unlinked the file we locked: it
-        // then made the container (or failed), so treat the id as taken.
-        let same = match (fs::metadata(&path), file.metadata()) {
-            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-            _ => false,
-        };
-        if !same {
-            // Not `then_some`: a Self built here would unlink the new file on drop.
-            return Ok(None);
-        }
-        Ok(Some(Self {
-            path,
-            file,
-            existed,
-            _marker: None,
-        }))
-    }
 }
 
-/// Whether descriptor `fd` of `pid` was opened read-only (/proc fdinfo).
-fn fd_is_read_only(pid: u32, fd: &std::ffi::OsStr) -> bool {
+/// The access mode (`O_RDONLY`, `O_WRONLY`, `O_RDWR`) of descriptor `fd` of
+/// `pid` when it is open on inode `ino` and not an `O_PATH` handle, from
+/// /proc fdinfo.
+fn fd_mode(pid: u32, fd: &std::ffi::OsStr, ino: u64) -> Option<i32> {
     let path = Path::new("/proc")
         .join(pid.to_string())
         .join("fdinfo")
         .join(fd);
-    fs::read_to_string(path).is_ok_and(|info| {
+    let info = fs::read_to_string(path).ok()?;
+    let field = |name: &str| {
         info.lines()
-            .find_map(|l| l.strip_prefix("flags:"))
-            .and_then(|f| i32::from_str_radix(f.trim(), 8).ok())
-            .is_some_and(|flags| flags & libc::O_ACCMODE == libc::O_RDONLY)
-    })
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_string())
+    };
+    let flags = i32::from_str_radix(&field("flags:")?, 8).ok()?;
+    let same = field("ino:")?.parse::<u64>().ok()? == ino;
+    (same && flags & libc::O_PATH == 0).then_some(flags & libc::O_ACCMODE)
 }
 
 impl Drop for CreateLock {
     fn drop(&mut self) {
+        if self.keep {
+            return;
+        }
         // Unlinked while still locked; the lock goes with the file.
         let _ = fs::remove_file(&self.path);
     }
