@@ -280,8 +280,8 @@ fn user_run_and_delete_force() {
 /// `delete --force` after a create killed just after libcontainer forked
 /// succeeds and leaves no state. Before, a state saved before the cgroup
 /// view existed failed it ("failed to read /sys/fs/cgroup/runsbx-rootless/
-/// ID"). The processes such a create leaves are a known gap rootless
-/// (docs/rootless.md): the test kills them itself.
+/// ID"). delete kills the processes such a create leaves as a rule, not
+/// always (docs/rootless.md): the test kills any left itself.
 #[test]
 fn user_delete_force_after_a_create_killed_after_its_fork() {
     if !as_user() {

@@ -626,6 +626,19 @@ impl Runtime {
         }
     }
 
+    /// Rootless, before `delete` enters its shim: stops what a create of
+    /// `id` killed half-way left ([`CreateLock::kill_orphans`]). In the
+    /// shim's user namespace /proc does not show another container's
+    /// descriptors; in the caller's own it does (the caller owns theirs).
+    pub fn stop_orphans(&self, id: &str) {
+        if validate_id(id).is_err() {
+            return;
+        }
+        if let Ok(LockFile::Taken(lock)) = CreateLock::try_take_existing(&self.root, id) {
+            lock.kill_orphans();
+        }
+    }
+
     pub fn delete(&self, id: &str, force: bool) -> Result<()> {
         validate_id(id)?;
         let dir = self.dir(id);
@@ -1261,8 +1274,8 @@ impl CreateLock {
     /// stat of a hung FUSE or NFS file would hang the delete).
     ///
     /// Rootless, the delete runs in a user namespace of its own, from which
-    /// another container's descriptors are not shown: nothing is found
-    /// (docs/rootless.md).
+    /// another container's descriptors are not shown: it calls this first
+    /// through [`Runtime::stop_orphans`], outside (docs/rootless.md).
     fn kill_orphans(&self) {
         use std::os::fd::AsRawFd;
         use std::os::unix::fs::MetadataExt;

@@ -171,6 +171,9 @@ fn enter_rootless(ctx: &Ctx, command: &Command) -> Result<()> {
         Shim::None => Ok(()),
         Shim::Fresh => Ok(runsbx_runtime::rootless::enter_shim()?),
         Shim::Existing(id) => {
+            if matches!(command, Command::Delete(_)) {
+                ctx.rt.stop_orphans(&id);
+            }
             let cgroup = ctx.rt.delegated_cgroup(&id);
             Ok(runsbx_runtime::rootless::enter_shim_for(cgroup.as_deref())?)
         }
