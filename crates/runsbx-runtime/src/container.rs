@@ -262,6 +262,9 @@ impl Runtime {
             lock.keep_if_left();
             return Err(RuntimeError::Exists(opts.id));
         }
+        // A dead create's file without its state dir: killed during its own
+        // clean-up, after the dir went but before its processes did.
+        lock.kill_orphans();
         if let Some(d) = delegated {
             // Stops: a container joining a cgroup that holds another's
             // processes (the same id under another --root, or one left by a
@@ -550,6 +553,11 @@ impl Runtime {
             if read_starttime(&self.dir(id)).without_cgroup() {
                 return signal_pidns(&c, signal);
             }
+            // As runc: the cgroup of a stopped container may be gone (systemd
+            // removes an empty scope), and then there is nothing to signal.
+            if status == ContainerStatus::Stopped && !cgroup_exists(&c) {
+                return Ok(());
+            }
             return signal_cgroup(id, &self.cgroup(&c)?, signal);
         }
         if !c.can_kill() {
@@ -634,7 +642,7 @@ impl Runtime {
         if validate_id(id).is_err() {
             return;
         }
-        if let Ok(LockFile::Taken(lock)) = CreateLock::try_take_existing(&self.root, id) {
+        if let Ok(LockFile::Taken(mut lock)) = CreateLock::try_take_existing(&self.root, id) {
             lock.kill_orphans();
         }
     }
@@ -651,9 +659,9 @@ impl Runtime {
             }
             // A create in flight, or one killed half-way. Only the latter's
             // leftovers are ours to remove.
-            let Some(lock) = CreateLock::try_take(&self.root, id)? else {
+            let Some(mut lock) = CreateLock::try_take(&self.root, id)? else {
                 return Err(RuntimeError::Init(format!(
-                    "delete {id}: a create of this id is still running"
+                    "delete {id}: another runsbx is creating or deleting it"
                 )));
             };
             lock.kill_orphans();
@@ -680,13 +688,13 @@ impl Runtime {
             found => found,
         };
         match found {
-            LockFile::Taken(lock) => {
+            LockFile::Taken(mut lock) => {
                 lock.kill_orphans();
                 remove_stale_reports(&self.root, id);
             }
             LockFile::Held if !force => {
                 return Err(RuntimeError::Init(format!(
-                    "delete {id}: a create of this id is still running"
+                    "delete {id}: another runsbx is creating or deleting it"
                 )))
             }
             LockFile::Held | LockFile::Absent => {}
@@ -740,9 +748,14 @@ impl Runtime {
             // fails while the processes are still exiting.
             match signal_cgroup(id, m, Signal::SIGKILL) {
                 // A create killed before it made the cgroup (its orphans
-                // were stopped above): nothing is in it, and init, if
-                // recorded, is signalled itself.
-                Err(_) if !cgroup_exists(&c) => signal_init(&c, Signal::SIGKILL)?,
+                // were stopped above): nothing is in it. Init is signalled
+                // itself only when its start time was recorded: a bare pid
+                // may be someone else's by now (an init that died since).
+                Err(_) if !cgroup_exists(&c) => {
+                    if let (Some(pid), Some(t)) = (c.pid(), head.starttime) {
+                        kill_if_started_at(pid, t);
+                    }
+                }
                 r => r?,
             }
         } else if let Some(m) = &manager {
@@ -1085,9 +1098,25 @@ fn signal_cgroup(
     Ok(())
 }
 
+/// SIGKILLs `pid` through a pidfd if it is still the process that started
+/// at `starttime` (checked after the pidfd is open, so not a newcomer).
+fn kill_if_started_at(pid: Pid, starttime: u64) {
+    use std::os::fd::AsRawFd;
+    let Ok(pidfd) = crate::sys::pidfd::pidfd_open(pid) else {
+        return;
+    };
+    if init_alive(pid, Some(starttime)) {
+        let _ = crate::sys::pidfd::signal(pidfd.as_raw_fd(), Signal::SIGKILL);
+    }
+}
+
 /// Whether a directory of the container's cgroup exists (v2's, or v1's
-/// devices one, which libcgroups lists processes from). True when unsure.
+/// devices one, which libcgroups lists processes from). True when unsure:
+/// a systemd path (`slice:prefix:name`) is no directory name.
 fn cgroup_exists(c: &Container) -> bool {
+    if c.systemd() {
+        return true;
+    }
     let Ok(config) = c.spec() else { return true };
     let rel = config.cgroup_path;
     let rel = rel.strip_prefix("/").unwrap_or(&rel);
@@ -1234,7 +1263,16 @@ impl CreateLock {
         }
         // A create that finished meanwhile unlinked the file we locked: it
         // then made the container (or failed), so treat the id as taken.
-        let same = match (fs::metadata(&path), file.metadata()) {
+        let now = fs::metadata(&path);
+        if !create
+            && now
+                .as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        {
+            // Its holder finished and removed it meanwhile.
+            return Ok(LockFile::Absent);
+        }
+        let same = match (now, file.metadata()) {
             (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
             _ => false,
         };
@@ -1276,10 +1314,16 @@ impl CreateLock {
     /// Rootless, the delete runs in a user namespace of its own, from which
     /// another container's descriptors are not shown: it calls this first
     /// through [`Runtime::stop_orphans`], outside (docs/rootless.md).
-    fn kill_orphans(&self) {
+    fn kill_orphans(&mut self) {
         use std::os::fd::AsRawFd;
         use std::os::unix::fs::MetadataExt;
         if !self.existed {
+            return;
+        }
+        if crate::rootless::in_shim() {
+            // Nothing to see from here (see above): keep the way to them
+            // for a delete that looks from outside.
+            self.keep = true;
             return;
         }
         let Ok(meta) = self.file.metadata() else {
@@ -1288,16 +1332,28 @@ impl CreateLock {
         let Some(name) = self.path.file_name().and_then(|n| n.to_str()) else {
             return;
         };
+        let id = name.trim_start_matches('.').trim_end_matches(".create");
         let (suffix, deleted) = (format!("/{name}"), format!("/{name} (deleted)"));
         let me = std::process::id();
-        let holds_both = |pid: u32| -> bool {
+        let uid = nix::unistd::geteuid().as_raw();
+        let holds = |pid: u32| -> Holds {
+            // Unreadable: a process of ours in the middle of changing its
+            // credentials (dumpable again soon), or another user's.
+            let unreadable = || match runsbx_of_id(pid, uid, id) {
+                true => Holds::Unsure,
+                false => Holds::Neither,
+            };
             let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
-                return false;
+                return unreadable();
             };
             let (mut write, mut read) = (false, false);
             for fd in fds.flatten() {
-                let Ok(target) = fs::read_link(fd.path()) else {
-                    continue;
+                let target = match fs::read_link(fd.path()) {
+                    Ok(t) => t,
+                    Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                        return unreadable()
+                    }
+                    Err(_) => continue,
                 };
                 let target = target.to_string_lossy();
                 if !target.ends_with(&suffix) && !target.ends_with(&deleted) {
@@ -1309,22 +1365,31 @@ impl CreateLock {
                     _ => {}
                 }
             }
-            write && read
+            match write && read {
+                true => Holds::Both,
+                false => Holds::Neither,
+            }
         };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         // Again until a scan finds none: the intermediate may fork init
         // after /proc was read, and a killed process forks no more.
-        for _ in 0..10 {
+        loop {
             let Ok(procs) = fs::read_dir("/proc") else {
                 return;
             };
-            let mut killed = Vec::new();
+            let (mut killed, mut unsure) = (Vec::new(), 0);
             for pid in procs
                 .flatten()
                 .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
             {
-                if pid == me || !holds_both(pid) {
-                    continue;
+                match holds(pid) {
+                    _ if pid == me => continue,
+                    Holds::Neither => continue,
+                    Holds::Unsure => {
+                        unsure += 1;
+                        continue;
+                    }
+                    Holds::Both => {}
                 }
                 // Checked again through a pidfd: the signal reaches the
                 // process that holds the file, not one that took its pid.
@@ -1337,23 +1402,70 @@ impl CreateLock {
                         continue;
                     }
                 };
-                if holds_both(pid)
+                if matches!(holds(pid), Holds::Both)
                     && crate::sys::pidfd::signal(pidfd.as_raw_fd(), Signal::SIGKILL).is_ok()
                 {
                     tracing::debug!(pid, "delete: killed a process of a create killed half-way");
                     killed.push(pidfd);
                 }
             }
-            if killed.is_empty() {
+            if killed.is_empty() && unsure == 0 {
                 return;
             }
-            for pidfd in killed {
+            if std::time::Instant::now() >= deadline {
+                // Kept, so that the next delete can try again.
+                tracing::warn!(
+                    id,
+                    unsure,
+                    "delete: processes of a create killed half-way could not be read"
+                );
+                self.keep = true;
+                return;
+            }
+            for pidfd in &killed {
                 let left = deadline.saturating_duration_since(std::time::Instant::now());
                 let _ =
                     crate::sys::pidfd::exited_within(pidfd.as_raw_fd(), left.as_millis() as i32);
             }
+            if killed.is_empty() {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
         }
     }
+}
+
+/// What a process holds of a create's lock file.
+enum Holds {
+    /// Both descriptors a fork of the create inherits.
+    Both,
+    Neither,
+    /// Its descriptors cannot be read, and it is a runsbx of the caller's
+    /// for the same id.
+    Unsure,
+}
+
+/// Whether `pid` runs as `uid` and is a runsbx whose arguments name `id`
+/// (/proc status and cmdline, which need no access to the process).
+fn runsbx_of_id(pid: u32, uid: u32, id: &str) -> bool {
+    let owner = fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u32>().ok())
+        });
+    if owner != Some(uid) {
+        return false;
+    }
+    let Ok(cmdline) = fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let mut args = cmdline.split(|b| *b == 0);
+    let runsbx = args
+        .next()
+        .and_then(|a| a.rsplit(|b| *b == b'/').next())
+        .is_some_and(|a| a.starts_with(b"runsbx"));
+    runsbx && args.any(|a| a == id.as_bytes())
 }
 
 /// The access mode (`O_RDONLY`, `O_WRONLY`, `O_RDWR`) of descriptor `fd` of

@@ -152,6 +152,11 @@ pub fn join_as_root(pid: i32) -> Result<()> {
     })
 }
 
+/// Whether this runsbx runs in its shim's user namespace.
+pub fn in_shim() -> bool {
+    IN_SHIM.get().is_some()
+}
+
 pub fn require_shim() -> Result<()> {
     match IN_SHIM.get() {
         Some(()) => Ok(()),
