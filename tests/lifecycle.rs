@@ -472,6 +472,29 @@ fn delete_force_leaves_nothing() {
     env.ok(&["delete", "--force", &id]);
 }
 
+/// `kill --all` of a stopped container whose cgroup is gone (systemd
+/// removes an empty scope; an admin may rmdir it) has nothing to signal and
+/// exits 0, as runc; `delete` still clears the state.
+#[test]
+fn kill_all_of_a_stopped_container_without_its_cgroup() {
+    let env = Env::new();
+    let mut b = env.bundle("b", &["true"]);
+    b.config["linux"]["resources"] = serde_json::json!({ "pids": { "limit": 64 } });
+    b.save();
+    let id = unique_id("gone");
+    env.ok(&["run", "-d", "--bundle", b.path(), &id]);
+    env.wait_status(&id, "stopped");
+    let dirs = cgroups_named(&id);
+    assert!(!dirs.is_empty(), "no cgroup was made");
+    for d in dirs {
+        fs::remove_dir(&d).unwrap_or_else(|e| panic!("rmdir {}: {e}", d.display()));
+    }
+    env.ok(&["kill", "--all", &id, "KILL"]);
+    env.ok(&["delete", &id]);
+    assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
+    assert!(cgroups_named(&id).is_empty(), "{:?}", cgroups_named(&id));
+}
+
 #[test]
 fn kill_signals_and_state() {
     let env = Env::new();
