@@ -84,13 +84,7 @@ fn assert_gone(env: &Env, id: &str, context: &str) {
 
 /// Runs `runsbx ARGS` and SIGKILLs it after `delay`.
 fn kill_after(env: &Env, args: &[&str], delay: Duration) {
-    let mut child = env
-        .cmd()
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn runsbx");
+    let mut child = env.spawn_quiet(args);
     std::thread::sleep(delay);
     let _ = child.kill();
     child.wait().unwrap();
@@ -151,13 +145,7 @@ fn delete_force_stops_what_a_create_killed_after_its_fork_left() {
     for (verb, b) in [("create", &limited), ("run", &limited), ("run", &plain)] {
         for n in 0..15 {
             let id = unique_id(&format!("fork{verb}"));
-            let mut child = env
-                .cmd()
-                .args([verb, "--bundle", b.path(), &id])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
+            let mut child = env.spawn_quiet(&[verb, "--bundle", b.path(), &id]);
             // Spread over the intermediate's short life.
             kill_after_its_fork(&mut child, Duration::from_micros(300 * (n % 5)));
             let context = format!("{verb} of {} killed after its fork", b.path());

@@ -291,13 +291,7 @@ fn user_delete_force_after_a_create_killed_after_its_fork() {
     let b = user_bundle(&env, "b", &["sleep", "100"]);
     for n in 0..30 {
         let id = unique_id("rlfork");
-        let mut child = env
-            .cmd()
-            .args(["create", "--bundle", b.path(), &id])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = env.spawn_quiet(&["create", "--bundle", b.path(), &id]);
         kill_after_its_fork(&mut child, std::time::Duration::from_millis(2 * (n % 10)));
         let out = env.run(&["delete", "--force", &id]);
         let left = env.state_entries();

@@ -80,6 +80,16 @@ impl Env {
         c
     }
 
+    /// `runsbx ARGS` in the background, its output discarded.
+    pub fn spawn_quiet(&self, args: &[&str]) -> std::process::Child {
+        self.cmd()
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn runsbx")
+    }
+
     /// `runsbx run` of `bundle` in the background (stdout discarded), once
     /// its container is running.
     pub fn spawn_run(&self, bundle: &str, id: &str) -> std::process::Child {

@@ -753,7 +753,7 @@ impl Runtime {
                 // may be someone else's by now (an init that died since).
                 Err(_) if !cgroup_exists(&c) => {
                     if let (Some(pid), Some(t)) = (c.pid(), head.starttime) {
-                        kill_if_started_at(pid, t);
+                        let _ = kill_checked(pid, || init_alive(pid, Some(t)));
                     }
                 }
                 r => r?,
@@ -1098,15 +1098,24 @@ fn signal_cgroup(
     Ok(())
 }
 
-/// SIGKILLs `pid` through a pidfd if it is still the process that started
-/// at `starttime` (checked after the pidfd is open, so not a newcomer).
-fn kill_if_started_at(pid: Pid, starttime: u64) {
+/// SIGKILLs `pid` if `still()` holds once a pidfd of it is open, through
+/// that pidfd: checked after the pidfd pins the process, so a newcomer that
+/// took the pid is never signalled. The pidfd of the killed process (to
+/// wait on), `None` when it is gone or `still()` no longer holds.
+fn kill_checked(pid: Pid, still: impl Fn() -> bool) -> std::io::Result<Option<OwnedFd>> {
     use std::os::fd::AsRawFd;
-    let Ok(pidfd) = crate::sys::pidfd::pidfd_open(pid) else {
-        return;
+    let pidfd = match crate::sys::pidfd::pidfd_open(pid) {
+        Ok(fd) => fd,
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return Ok(None),
+        Err(e) => return Err(e),
     };
-    if init_alive(pid, Some(starttime)) {
-        let _ = crate::sys::pidfd::signal(pidfd.as_raw_fd(), Signal::SIGKILL);
+    if !still() {
+        return Ok(None);
+    }
+    match crate::sys::pidfd::signal(pidfd.as_raw_fd(), Signal::SIGKILL) {
+        Ok(()) => Ok(Some(pidfd)),
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -1230,23 +1239,31 @@ impl CreateLock {
         use std::os::fd::AsRawFd;
         use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
         let path = root.join(format!(".{id}.create"));
-        let open = |create: bool| {
+        let open = |new: bool| {
             fs::OpenOptions::new()
-                .create(create)
-                .truncate(false)
+                .create_new(new)
                 .write(true)
                 .mode(0o600)
                 .open(&path)
         };
-        let (file, existed) = match open(false) {
-            Ok(file) => (Ok(file), true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => {
+        // One open on the usual path of each: a create finds no file, a
+        // delete of a finished create's container none either.
+        let opened = match open(create) {
+            Ok(file) => Ok((file, !create)),
+            Err(e) if create && e.kind() == std::io::ErrorKind::AlreadyExists => {
+                open(false).map(|file| (file, true))
+            }
+            Err(e) => Err(e),
+        };
+        let (file, existed) = match opened {
+            Ok(opened) => opened,
+            Err(e) if !create && e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(LockFile::Absent)
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (open(true), false),
-            Err(e) => (Err(e), true),
+            // Its holder removed it between our two opens: it was in flight.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LockFile::Held),
+            Err(e) => return Err(RuntimeError::io(format!("open {}", path.display()), e)),
         };
-        let file = file.map_err(|e| RuntimeError::io(format!("open {}", path.display()), e))?;
         let whole_file = libc::flock {
             l_type: libc::F_WRLCK as libc::c_short,
             l_whence: libc::SEEK_SET as libc::c_short,
@@ -1332,7 +1349,12 @@ impl CreateLock {
         let Some(name) = self.path.file_name().and_then(|n| n.to_str()) else {
             return;
         };
-        let id = name.trim_start_matches('.').trim_end_matches(".create");
+        let Some(id) = name
+            .strip_prefix('.')
+            .and_then(|n| n.strip_suffix(".create"))
+        else {
+            return;
+        };
         let (suffix, deleted) = (format!("/{name}"), format!("/{name} (deleted)"));
         let me = std::process::id();
         let uid = nix::unistd::geteuid().as_raw();
@@ -1382,8 +1404,10 @@ impl CreateLock {
                 .flatten()
                 .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
             {
+                if pid == me {
+                    continue;
+                }
                 match holds(pid) {
-                    _ if pid == me => continue,
                     Holds::Neither => continue,
                     Holds::Unsure => {
                         unsure += 1;
@@ -1391,22 +1415,16 @@ impl CreateLock {
                     }
                     Holds::Both => {}
                 }
-                // Checked again through a pidfd: the signal reaches the
-                // process that holds the file, not one that took its pid.
-                let pidfd = match crate::sys::pidfd::pidfd_open(Pid::from_raw(pid as i32)) {
-                    Ok(fd) => fd,
-                    Err(e) => {
-                        if e.raw_os_error() != Some(libc::ESRCH) {
-                            tracing::warn!(pid, %e, "delete: cannot stop a process of a create killed half-way");
-                        }
-                        continue;
+                let pid = Pid::from_raw(pid as i32);
+                match kill_checked(pid, || matches!(holds(pid.as_raw() as u32), Holds::Both)) {
+                    Ok(Some(pidfd)) => {
+                        tracing::debug!(%pid, "delete: killed a process of a create killed half-way");
+                        killed.push(pidfd);
                     }
-                };
-                if matches!(holds(pid), Holds::Both)
-                    && crate::sys::pidfd::signal(pidfd.as_raw_fd(), Signal::SIGKILL).is_ok()
-                {
-                    tracing::debug!(pid, "delete: killed a process of a create killed half-way");
-                    killed.push(pidfd);
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::warn!(%pid, %e, "delete: cannot stop a process of a create killed half-way")
+                    }
                 }
             }
             if killed.is_empty() && unsure == 0 {

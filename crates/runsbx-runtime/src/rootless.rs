@@ -158,9 +158,9 @@ pub fn in_shim() -> bool {
 }
 
 pub fn require_shim() -> Result<()> {
-    match IN_SHIM.get() {
-        Some(()) => Ok(()),
-        None => Err(RuntimeError::Init(
+    match in_shim() {
+        true => Ok(()),
+        false => Err(RuntimeError::Init(
             "rootless: not in runsbx's user namespace (internal error); not running".into(),
         )),
     }
