@@ -93,6 +93,15 @@ attempt("write-tmp", lambda: open("/tmp/x", "w"))
 attempt("fork", lambda: os.fork())
 attempt("spawn", lambda: os.posix_spawn("/bin/true", ["true"], {}))
 attempt("proc", lambda: os.listdir("/proc"))
+attempt("proc-self", lambda: open("/proc/self/status").read())
+attempt("proc-self-write", lambda: open("/proc/self/oom_score_adj", "w").write("-1000"))
+attempt("proc-self-root", lambda: os.listdir("/proc/self/root/"))
+attempt("proc-cpuinfo", lambda: open("/proc/cpuinfo").read())
+attempt("proc-kallsyms", lambda: open("/proc/kallsyms").read())
+attempt("read-usr", lambda: open("/usr/lib/os-release").read())
+attempt("write-usr", lambda: open("/usr/lib/runsbx-x", "w"))
+attempt("exec-usr-bin", lambda: os.execv("/usr/bin/true", ["true"]))
+attempt("list-etc", lambda: os.listdir("/etc"))
 attempt("write-workdir", lambda: open(os.path.join(os.environ["HOME"], "made-inside"), "w").write("hi"))
 "#;
 
@@ -137,7 +146,16 @@ fn escapes_fail_and_the_workdir_is_writable() {
         ("write-tmp", "EROFS"),
         ("fork", "EPERM"), // seccomp: clone without CLONE_THREAD
         ("spawn", "EPERM"),
-        ("proc", "EACCES"), // Landlock: /proc is not granted
+        ("proc", "EACCES"),       // Landlock: /proc is not granted
+        ("proc-self", "ALLOWED"), // its own entry, read-only
+        ("proc-self-write", "EACCES"),
+        ("proc-self-root", "EACCES"), // a magic link is checked at its target, /
+        ("proc-cpuinfo", "ALLOWED"),
+        ("proc-kallsyms", "EACCES"), // the rest of /proc is not granted
+        ("read-usr", "ALLOWED"),     // system directories are bound whole, read-only
+        ("write-usr", "EROFS"),
+        ("exec-usr-bin", "EACCES"), // Landlock: execute only on the interpreter and its loader
+        ("list-etc", "EACCES"),     // only the files bound there, not the directory
         ("write-workdir", "ALLOWED"),
     ];
     for (name, errno) in want {

@@ -6,8 +6,10 @@
 //! An entry is used only when everything discovery depended on still holds:
 //! the same command name, PATH, working directory (for relative names) and
 //! `--ro` list; `find_program` still resolving the name to the same file;
-//! and that file (and a Python's real executable) unchanged: same device,
-//! inode, size, mtime and ctime. Anything else is a miss, and the entry is
+//! and that file (and a Python's real executable, and each directory on its
+//! `sys.path`, which a package install or removal changes) unchanged: same
+//! device, inode, size, mtime and ctime; and the entry written by a runsbx
+//! that discovers the same way ([`FORMAT`]). Anything else is a miss, and the entry is
 //! rewritten.
 //!
 //! Stops: a poisoned cache adding binds to every later sandbox. The cache
@@ -46,8 +48,14 @@ impl Stamp {
     }
 }
 
+/// Bumped whenever what discovery finds for the same inputs changes, so that
+/// entries written by an older runsbx are misses.
+const FORMAT: u32 = 3;
+
 #[derive(Debug, Serialize, Deserialize)]
 struct Entry {
+    #[serde(default)]
+    format: u32,
     name: String,
     path_env: String,
     cwd: PathBuf,
@@ -99,7 +107,8 @@ fn lookup(
         return None;
     }
     let entry: Entry = serde_json::from_slice(&fs::read(file).ok()?).ok()?;
-    if entry.name != cmd[0]
+    if entry.format != FORMAT
+        || entry.name != cmd[0]
         || entry.path_env != path_env
         || entry.cwd != cwd
         || entry.extra_ro != extra_ro
@@ -133,6 +142,8 @@ fn store(
     let mut watched = vec![found.clone(), fs::canonicalize(&found)?, d.argv0.clone()];
     if let Some(py) = &d.python {
         watched.push(py.executable.clone());
+        // Installing or removing a package changes its import directory.
+        watched.extend(py.path.iter().filter(|p| p.is_dir()).cloned());
     }
     if let Some(script) = &d.script {
         watched.push(script.clone());
@@ -144,6 +155,7 @@ fn store(
     let mut prefix = d.clone();
     prefix.args.truncate(d.args.len() + 1 - cmd.len());
     let entry = Entry {
+        format: FORMAT,
         name: cmd[0].clone(),
         path_env: path_env.to_string(),
         cwd: cwd.to_path_buf(),

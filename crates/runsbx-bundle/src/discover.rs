@@ -24,7 +24,7 @@
 //! Python runs that interpreter (or its shim) on the host as the invoking user,
 //! which is the user's own trusted program, never the workload.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -38,6 +38,37 @@ use crate::paths::{minimize, normalize};
 const MAX_SHEBANG_DEPTH: usize = 4;
 
 const NIX_STORE: &str = "/nix/store";
+
+/// The host's system directories. A dynamically linked program gets each one
+/// that holds any of its files bound whole, read-only, instead of file by
+/// file: what it loads at run time without naming it in DT_NEEDED lies there
+/// (glibc's dlopen of libgcc_s for thread cancellation, gconv and NSS
+/// modules, BLAS picked through /etc/alternatives, fonts, zoneinfo, locale
+/// data, matplotlib's and numpy's data under /usr/share), and one bind costs
+/// less at every start than sixty. They hold the distribution's programs and
+/// libraries, which are no secret; nothing in them is writable or executable
+/// inside (Landlock grants execute on the workload's own binary and loader
+/// alone, and every bind is nosuid). On a merged-/usr host `/lib` and
+/// `/lib64` are symlinks into `/usr`, and their binds show the same tree.
+pub const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin",
+];
+
+/// Host files a dynamically linked program may read by a fixed name that no
+/// ELF header gives, bound when they exist: the local time zone
+/// (`time.localtime`, pandas), and Debian's matplotlib configuration
+/// (python3-matplotlib refuses to import without it).
+const SYSTEM_FILES: &[(&str, &str)] = &[
+    ("/etc/localtime", "the local time zone"),
+    (
+        "/etc/matplotlibrc",
+        "matplotlib's configuration (Debian's python3-matplotlib)",
+    ),
+];
+
+/// At most this many directory entries are looked at under one import path
+/// when scanning for extension modules; a larger tree is scanned that far.
+const MAX_SCAN_ENTRIES: usize = 200_000;
 
 /// What the sandbox needs to run one command.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -57,6 +88,14 @@ pub struct Discovery {
     pub python: Option<PythonInfo>,
     /// Set when the command is a `#!` script (canonical path).
     pub script: Option<PathBuf>,
+    /// Why each of `ro_paths` is bound, in words (`gen --explain`).
+    #[serde(default)]
+    pub reasons: BTreeMap<PathBuf, String>,
+    /// Libraries that an extension module found under the interpreter's
+    /// import paths needs and the host's loader would not find either:
+    /// (library, module). Importing that module fails on the host too.
+    #[serde(default)]
+    pub unresolved: Vec<(String, PathBuf)>,
 }
 
 impl Discovery {
@@ -117,32 +156,52 @@ pub fn discover_in(
         path_env,
         cwd,
         resolver: Resolver::from_host(),
-        found: BTreeSet::new(),
+        found: BTreeMap::new(),
         dynamic: false,
         python: None,
         script: None,
+        unresolved: Vec::new(),
     };
     let prefix = d.program(name, 0)?;
     for p in extra_ro {
         let p = normalize(p, cwd);
         check_readable(&p)?;
-        d.found.insert(p);
+        d.found.insert(p, "--ro".into());
     }
-    if d.dynamic && Path::new(LD_SO_CACHE).is_file() {
-        d.found.insert(PathBuf::from(LD_SO_CACHE));
+    if d.dynamic {
+        if Path::new(LD_SO_CACHE).is_file() {
+            d.add(PathBuf::from(LD_SO_CACHE), "the loader's library cache");
+        }
+        for (file, why) in SYSTEM_FILES {
+            if Path::new(file).is_file() {
+                d.add(PathBuf::from(file), why);
+            }
+        }
+        d.follow_links();
+        d.collapse_system_dirs();
     }
-    if Path::new(NIX_STORE).is_dir() && d.found.iter().any(|p| p.starts_with(NIX_STORE)) {
-        d.found.insert(PathBuf::from(NIX_STORE));
+    if Path::new(NIX_STORE).is_dir() && d.found.keys().any(|p| p.starts_with(NIX_STORE)) {
+        d.add(
+            PathBuf::from(NIX_STORE),
+            "holds the files found in the Nix store",
+        );
     }
     let argv0 = PathBuf::from(&prefix[0]);
     let mut args = prefix;
     args.extend(cmd[1..].iter().cloned());
+    let ro_paths = minimize(&d.found.keys().cloned().collect());
+    let reasons = ro_paths
+        .iter()
+        .map(|p| (p.clone(), d.reason_for(p)))
+        .collect();
     Ok(Discovery {
         argv0,
         args,
-        ro_paths: minimize(&d.found),
+        ro_paths,
         python: d.python,
         script: d.script,
+        reasons,
+        unresolved: d.unresolved,
     })
 }
 
@@ -150,13 +209,80 @@ struct Discoverer<'a> {
     path_env: &'a str,
     cwd: &'a Path,
     resolver: Resolver,
-    found: BTreeSet<PathBuf>,
+    /// Each path found, with why (the first reason given wins).
+    found: BTreeMap<PathBuf, String>,
     dynamic: bool,
     python: Option<PythonInfo>,
     script: Option<PathBuf>,
+    unresolved: Vec<(String, PathBuf)>,
 }
 
 impl Discoverer<'_> {
+    fn add(&mut self, p: PathBuf, why: &str) {
+        self.found.entry(p).or_insert_with(|| why.to_string());
+    }
+
+    /// Adds every symlink met on the way to each file found, where it lies
+    /// outside the trees already found: `libblas.so.3` in the system library
+    /// directory links to `/etc/alternatives/libblas.so.3-x86_64-linux-gnu`,
+    /// which links back into `/usr`; the container must hold that middle link
+    /// too, or the loader's open fails with ENOENT.
+    fn follow_links(&mut self) {
+        let files: Vec<(PathBuf, String)> = self
+            .found
+            .iter()
+            .filter(|(p, _)| !p.is_dir())
+            .map(|(p, w)| (p.clone(), w.clone()))
+            .collect();
+        for (file, why) in files {
+            for hop in link_hops(&file) {
+                if hop != file {
+                    self.add(
+                        hop,
+                        &format!("a link on the way to {} ({why})", file.display()),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Replaces what was found inside a system directory by the directory
+    /// itself (see [`SYSTEM_DIRS`]).
+    fn collapse_system_dirs(&mut self) {
+        for dir in SYSTEM_DIRS {
+            let dir = Path::new(dir);
+            if !dir.is_dir() {
+                continue;
+            }
+            let inside: Vec<&PathBuf> = self.found.keys().filter(|p| p.starts_with(dir)).collect();
+            let Some(first) = inside.first() else {
+                continue;
+            };
+            let why = match inside.len() {
+                1 => format!("system directory; holds {}", first.display()),
+                n => format!(
+                    "system directory; holds {} and {} more found files",
+                    first.display(),
+                    n - 1
+                ),
+            };
+            self.found.insert(dir.to_path_buf(), why);
+        }
+    }
+
+    /// Why `p`, one of the minimized paths, is bound.
+    fn reason_for(&self, p: &Path) -> String {
+        if let Some(why) = self.found.get(p) {
+            return why.clone();
+        }
+        // A canonical target that replaced a path found inside another bind.
+        self.found
+            .iter()
+            .find(|(f, _)| std::fs::canonicalize(f).is_ok_and(|c| c == p))
+            .map(|(f, why)| format!("target of {} ({why})", f.display()))
+            .unwrap_or_else(|| "found".into())
+    }
+
     /// Resolves one program and returns what replaces its name on the command line.
     fn program(&mut self, name: &str, depth: usize) -> Result<Vec<String>, BundleError> {
         let path = find_program(name, self.path_env, self.cwd)?;
@@ -180,12 +306,22 @@ impl Discoverer<'_> {
 
     fn elf(&mut self, exe: &Path, also: &[PathBuf]) -> Result<(), BundleError> {
         let mut out = BTreeSet::new();
-        self.resolver.closure(exe, also, &mut out)?;
+        self.resolver
+            .closure(exe, also, &mut out, &mut self.unresolved)?;
         // More than the executable itself means the loader is involved.
-        if out.len() > 1 + also.len() {
+        if out.len() > 1 + also.len() || elf::read_interp(exe).is_some() {
             self.dynamic = true;
         }
-        self.found.extend(out);
+        for p in out {
+            let why = if p == exe {
+                "the program".to_string()
+            } else if also.contains(&p) {
+                "an extension module under an import path".to_string()
+            } else {
+                "a library the loader opens".to_string()
+            };
+            self.add(p, &why);
+        }
         Ok(())
     }
 
@@ -229,7 +365,7 @@ impl Discoverer<'_> {
             p.extend(arg);
             p
         };
-        self.found.insert(script.to_path_buf());
+        self.add(script.to_path_buf(), "the script");
         self.script.get_or_insert_with(|| script.to_path_buf());
         prefix.push(path_string(script));
         Ok(prefix)
@@ -249,7 +385,7 @@ impl Discoverer<'_> {
         if in_venv {
             let cfg = info.prefix.join("pyvenv.cfg");
             if cfg.is_file() {
-                self.found.insert(cfg);
+                self.add(cfg, "tells Python it runs in a venv");
             }
         }
         let mut ext_modules = Vec::new();
@@ -257,11 +393,13 @@ impl Discoverer<'_> {
             if !entry.is_absolute() || !entry.exists() {
                 continue;
             }
-            self.found.insert(normalize(entry, self.cwd));
+            self.add(normalize(entry, self.cwd), "on the interpreter's sys.path");
             if entry.is_dir() {
                 ext_modules.extend(extension_modules(entry));
             }
         }
+        ext_modules.sort();
+        ext_modules.dedup();
         // LIBDIR is asked for but not bound: on Debian it is the whole system
         // library directory. A shared libpython is found like any other
         // library, through the executable's DT_NEEDED and DT_RUNPATH.
@@ -360,25 +498,101 @@ fn query_python(path: &Path) -> Result<PythonInfo, BundleError> {
     Ok(info)
 }
 
-/// ELF files named `*.so` directly in `dir` (e.g. lib-dynload's modules).
+/// ELF files named `*.so` anywhere below `dir` (lib-dynload's modules,
+/// numpy's `_multiarray_umath`, a wheel's bundled libraries), so that what
+/// they link is found before they are imported. Symlinked directories are
+/// not entered (a package may link to a tree that links back); `__pycache__`
+/// holds no modules. At most [`MAX_SCAN_ENTRIES`] entries are looked at.
 fn extension_modules(dir: &Path) -> Vec<PathBuf> {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut v: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "so") && p.is_file())
-        .filter(|p| {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.filter_map(|e| e.ok()) {
+            seen += 1;
+            if seen > MAX_SCAN_ENTRIES {
+                return out;
+            }
+            let Ok(ft) = e.file_type() else { continue };
+            let p = e.path();
+            if ft.is_dir() {
+                if e.file_name() != "__pycache__" {
+                    stack.push(p);
+                }
+                continue;
+            }
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if !(name.ends_with(".so") || name.contains(".so.")) || !ft.is_file() {
+                continue;
+            }
             let mut head = [0u8; 4];
-            std::fs::File::open(p)
+            if std::fs::File::open(&p)
                 .and_then(|mut f| f.read_exact(&mut head))
                 .is_ok()
                 && elf::has_elf_magic(&head)
+            {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// The symlinks the kernel follows to open `p`, each at its real location
+/// (its parent directory resolved), then the file itself. Relative and
+/// absolute targets, links in the middle of a path, at most 40 hops (the
+/// kernel's limit); a path that does not resolve ends the walk where it fails.
+pub fn link_hops(p: &Path) -> Vec<PathBuf> {
+    let mut hops = Vec::new();
+    let mut todo: Vec<std::ffi::OsString> = p
+        .components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(n) => Some(n.to_os_string()),
+            _ => None,
         })
+        .rev()
         .collect();
-    v.sort();
-    v
+    let mut at = PathBuf::from("/");
+    let mut links = 0;
+    while let Some(name) = todo.pop() {
+        if name == ".." {
+            at.pop();
+            continue;
+        }
+        if name == "." {
+            continue;
+        }
+        let next = at.join(&name);
+        match std::fs::read_link(&next) {
+            Ok(target) => {
+                links += 1;
+                if links > 40 {
+                    break;
+                }
+                hops.push(next);
+                if target.is_absolute() {
+                    at = PathBuf::from("/");
+                }
+                todo.extend(
+                    target
+                        .components()
+                        .filter_map(|c| match c {
+                            std::path::Component::Normal(n) => Some(n.to_os_string()),
+                            std::path::Component::ParentDir => Some("..".into()),
+                            _ => None,
+                        })
+                        .rev(),
+                );
+            }
+            Err(_) => at = next,
+        }
+    }
+    hops.push(at);
+    hops
 }
 
 fn check_readable(p: &Path) -> Result<(), BundleError> {

@@ -25,21 +25,29 @@ fn true_is_exec_by_its_real_path_with_loader_libc_and_cache() {
         d.args,
         vec![d.argv0.to_string_lossy().into_owned(), "x".into()]
     );
-    for want in [
-        "/lib64/ld-linux-x86-64.so.2",
-        "/lib/x86_64-linux-gnu/libc.so.6",
-        "/etc/ld.so.cache",
-    ] {
+    // A dynamic program gets the system directories that hold its loader,
+    // libraries and binary, whole, and the loader's cache.
+    for want in ["/lib64", "/lib", "/usr", "/etc/ld.so.cache"] {
         assert!(
             d.ro_paths.contains(&PathBuf::from(want)),
             "{want} missing from {:?}",
             d.ro_paths
         );
+        assert!(!d.reasons[&PathBuf::from(want)].is_empty());
     }
-    assert!(d.ro_paths.contains(&d.argv0));
     assert!(d.python.is_none() && d.script.is_none());
-    // Minimal: nothing else.
-    assert_eq!(d.ro_paths.len(), 4, "{:?}", d.ro_paths);
+    // Nothing else but the fixed system files.
+    let rest: Vec<_> = d
+        .ro_paths
+        .iter()
+        .filter(|p| !["/lib64", "/lib", "/usr", "/etc/ld.so.cache"].contains(&p.to_str().unwrap()))
+        .filter(|p| {
+            !SYSTEM_FILES
+                .iter()
+                .any(|(f, _)| p.as_path() == Path::new(f))
+        })
+        .collect();
+    assert!(rest.is_empty(), "{rest:?}");
 }
 
 #[test]
@@ -138,42 +146,101 @@ fn debian_python_gets_its_extension_module_libraries() {
     assert_eq!(d.argv0, py.canonicalize().unwrap());
     let info = d.python.as_ref().unwrap();
     assert_eq!(info.prefix, Path::new("/usr"));
-    for want in ["/usr/lib/python3.11", "/etc/ld.so.cache"] {
+    for want in ["/usr", "/etc/ld.so.cache"] {
         assert!(
             d.ro_paths.contains(&PathBuf::from(want)),
             "{want} not in {:?}",
             d.ro_paths
         );
     }
-    // _decimal needs libmpdec on Debian; if the module links it, it is bound.
-    let dynload = Path::new("/usr/lib/python3.11/lib-dynload");
-    if let Some(dec) = std::fs::read_dir(dynload)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("_decimal")
-        })
-    {
-        let facts = elf::read_facts(&dec).unwrap();
-        for lib in facts.needed.iter().filter(|n| n.starts_with("libmpdec")) {
-            assert!(
-                d.ro_paths
-                    .iter()
-                    .any(|p| p.file_name().unwrap().to_string_lossy() == *lib),
-                "{lib} not bound: {:?}",
-                d.ro_paths
-            );
-        }
+    // Everything it loads lies in the system directories: nothing below
+    // them is bound on its own.
+    for p in &d.ro_paths {
+        assert!(
+            !p.to_str().unwrap().starts_with("/usr/") && !p.to_str().unwrap().starts_with("/lib/"),
+            "{} bound on its own: {:?}",
+            p.display(),
+            d.ro_paths
+        );
     }
-    // Not the whole /usr, nor the system library directory.
-    assert!(!d.ro_paths.contains(&PathBuf::from("/usr")));
-    assert!(!d
-        .ro_paths
-        .contains(&PathBuf::from("/usr/lib/x86_64-linux-gnu")));
+    assert!(d.unresolved.is_empty(), "{:?}", d.unresolved);
+}
+
+#[test]
+fn an_extension_module_deep_in_site_packages_gets_its_libraries_outside_the_system_dirs() {
+    // A package whose native module links a library by RUNPATH from a
+    // directory outside every system directory and import path, as a
+    // conda-style prefix or a vendored build does.
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    let (site, vendor) = (root.join("site/pkg/sub"), root.join("vendor/lib"));
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::create_dir_all(&vendor).unwrap();
+    let out = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-x", "c", "-", "-o"])
+        .arg(vendor.join("libvend.so"))
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(b"int vend(void){return 1;}\n")?;
+            c.wait()
+        });
+    assert!(out.is_ok_and(|s| s.success()), "cc (gcc) must be installed");
+    let module = site.join("_native.cpython-311-x86_64-linux-gnu.so");
+    let status = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-x", "c", "/dev/null", "-o"])
+        .arg(&module)
+        .arg(format!("-L{}", vendor.display()))
+        .arg(format!(
+            "-Wl,-rpath,{},--enable-new-dtags,--no-as-needed",
+            vendor.display()
+        ))
+        .arg("-lvend")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut got = Vec::new();
+    let found = extension_modules(&root.join("site"));
+    assert_eq!(found, vec![module.clone()]);
+    let mut out = std::collections::BTreeSet::new();
+    elf::Resolver::from_host()
+        .closure(Path::new("/usr/bin/true"), &found, &mut out, &mut got)
+        .unwrap();
+    assert!(out.contains(&vendor.join("libvend.so")), "{out:?}");
+    assert!(got.is_empty(), "{got:?}");
+    // The same module without its library: recorded, not an error.
+    std::fs::remove_file(vendor.join("libvend.so")).unwrap();
+    let mut out = std::collections::BTreeSet::new();
+    elf::Resolver::from_host()
+        .closure(Path::new("/usr/bin/true"), &found, &mut out, &mut got)
+        .unwrap();
+    assert_eq!(got, vec![("libvend.so".to_string(), module)]);
+}
+
+#[test]
+fn link_hops_name_every_symlink_on_the_way() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("real/dir")).unwrap();
+    std::fs::write(root.join("real/dir/file"), b"").unwrap();
+    std::os::unix::fs::symlink("real", root.join("d")).unwrap();
+    std::os::unix::fs::symlink(root.join("d/dir/file"), root.join("alt")).unwrap();
+    std::os::unix::fs::symlink("../alt", root.join("real/lib")).unwrap();
+    let hops = link_hops(&root.join("d/lib"));
+    assert_eq!(
+        hops,
+        vec![
+            root.join("d"),
+            root.join("real/lib"),
+            root.join("alt"),
+            root.join("d"),
+            root.join("real/dir/file"),
+        ]
+    );
 }
 
 #[test]

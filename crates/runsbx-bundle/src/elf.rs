@@ -102,7 +102,16 @@ pub fn read_interp(path: &Path) -> Option<String> {
     }
 }
 
+/// The facts of the ELF file at `path`. Reads only its headers, dynamic
+/// section and string table (a few small reads, whatever the file's size: a
+/// site-packages with a 500 MB library is scanned at every cache miss), and
+/// falls back to parsing the whole file when those are not where a
+/// little-endian ELF keeps them.
 pub fn read_facts(path: &Path) -> Result<ElfFacts, BundleError> {
+    let file = std::fs::File::open(path).map_err(|e| BundleError::io(path, e))?;
+    if let Some(facts) = headers_only(&file) {
+        return Ok(facts);
+    }
     let bytes = std::fs::read(path).map_err(|e| BundleError::io(path, e))?;
     facts_from_bytes(&bytes).map_err(|reason| BundleError::Elf {
         path: path.to_path_buf(),
@@ -128,6 +137,131 @@ pub fn facts_from_bytes(bytes: &[u8]) -> Result<ElfFacts, String> {
         is_64: elf.is_64,
         machine: elf.header.e_machine,
     })
+}
+
+/// [`ElfFacts`] from positioned reads of the headers, `PT_DYNAMIC` and the
+/// string table it names. `None` when anything is not as expected (big
+/// endian, truncated, a string table no `PT_LOAD` maps): the caller then
+/// parses the whole file.
+fn headers_only(file: &std::fs::File) -> Option<ElfFacts> {
+    use std::os::unix::fs::FileExt;
+    const PT_LOAD: u32 = 1;
+    const PT_DYNAMIC: u32 = 2;
+    const PT_INTERP: u32 = 3;
+    const DT_NEEDED: u64 = 1;
+    const DT_STRTAB: u64 = 5;
+    const DT_STRSZ: u64 = 10;
+    const DT_SONAME: u64 = 14;
+    const DT_RPATH: u64 = 15;
+    const DT_RUNPATH: u64 = 29;
+    // Anything larger is not a real object's table; the full parse decides.
+    const MAX_TABLE: u64 = 16 << 20;
+
+    let read = |off: u64, len: u64| -> Option<Vec<u8>> {
+        if len > MAX_TABLE {
+            return None;
+        }
+        let mut buf = vec![0u8; len as usize];
+        file.read_exact_at(&mut buf, off).ok()?;
+        Some(buf)
+    };
+    let u16_at = |b: &[u8], o: usize| Some(u16::from_le_bytes(b.get(o..o + 2)?.try_into().ok()?));
+    let u32_at = |b: &[u8], o: usize| Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?));
+    let u64_at = |b: &[u8], o: usize| Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?));
+
+    let head = read(0, 64)?;
+    if !has_elf_magic(&head) || head[5] != goblin::elf::header::ELFDATA2LSB {
+        return None;
+    }
+    let is_64 = head[4] == goblin::elf::header::ELFCLASS64;
+    let machine = u16_at(&head, 0x12)?;
+    // (offset, entry size, count) of the program headers; field offsets per class.
+    let (phoff, phentsize, phnum) = if is_64 {
+        (
+            u64_at(&head, 0x20)?,
+            u16_at(&head, 0x36)?,
+            u16_at(&head, 0x38)?,
+        )
+    } else {
+        (
+            u64::from(u32_at(&head, 0x1c)?),
+            u16_at(&head, 0x2a)?,
+            u16_at(&head, 0x2c)?,
+        )
+    };
+    let phdrs = read(phoff, u64::from(phentsize) * u64::from(phnum))?;
+    // (type, offset, vaddr, filesz) of each program header.
+    let ph = |i: usize| -> Option<(u32, u64, u64, u64)> {
+        let b = phdrs.get(i * phentsize as usize..(i + 1) * phentsize as usize)?;
+        if is_64 {
+            Some((u32_at(b, 0)?, u64_at(b, 8)?, u64_at(b, 16)?, u64_at(b, 32)?))
+        } else {
+            let f = |o| u32_at(b, o).map(u64::from);
+            Some((u32_at(b, 0)?, f(4)?, f(8)?, f(16)?))
+        }
+    };
+    let headers: Vec<(u32, u64, u64, u64)> = (0..phnum as usize).map(ph).collect::<Option<_>>()?;
+    let mut facts = ElfFacts {
+        is_64,
+        machine,
+        ..Default::default()
+    };
+    if let Some(&(_, off, _, len)) = headers.iter().find(|h| h.0 == PT_INTERP) {
+        let b = read(off, len)?;
+        let s = b.split(|c| *c == 0).next()?;
+        facts.interp = Some(String::from_utf8(s.to_vec()).ok()?);
+    }
+    let Some(&(_, dyn_off, _, dyn_len)) = headers.iter().find(|h| h.0 == PT_DYNAMIC) else {
+        // Static: nothing to load.
+        return Some(facts);
+    };
+    let dynamic = read(dyn_off, dyn_len)?;
+    let entry = if is_64 { 16 } else { 8 };
+    let mut tags: Vec<(u64, u64)> = Vec::new();
+    for e in dynamic.chunks_exact(entry) {
+        let (tag, val) = if is_64 {
+            (u64_at(e, 0)?, u64_at(e, 8)?)
+        } else {
+            (u64::from(u32_at(e, 0)?), u64::from(u32_at(e, 4)?))
+        };
+        if tag == 0 {
+            break;
+        }
+        tags.push((tag, val));
+    }
+    let value = |t: u64| tags.iter().find(|(tag, _)| *tag == t).map(|(_, v)| *v);
+    let (Some(strtab), Some(strsz)) = (value(DT_STRTAB), value(DT_STRSZ)) else {
+        return Some(facts);
+    };
+    // DT_STRTAB is an address: the PT_LOAD that maps it gives its file offset.
+    let (_, load_off, load_vaddr, _) = *headers.iter().find(|&&(t, _, vaddr, filesz)| {
+        t == PT_LOAD
+            && strtab >= vaddr
+            && strtab
+                .checked_add(strsz)
+                .is_some_and(|end| end <= vaddr.saturating_add(filesz))
+    })?;
+    let strings = read(strtab - load_vaddr + load_off, strsz)?;
+    let string = |off: u64| -> Option<String> {
+        let s = strings.get(off as usize..)?.split(|c| *c == 0).next()?;
+        String::from_utf8(s.to_vec()).ok()
+    };
+    let split = |v: String| -> Vec<String> {
+        v.split(':')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    for &(tag, val) in &tags {
+        match tag {
+            DT_NEEDED => facts.needed.push(string(val)?),
+            DT_SONAME => facts.soname = Some(string(val)?),
+            DT_RPATH => facts.rpath.extend(split(string(val)?)),
+            DT_RUNPATH => facts.runpath.extend(split(string(val)?)),
+            _ => {}
+        }
+    }
+    Some(facts)
 }
 
 /// The loader's built-in directories, as `ld.so --help` lists them on
@@ -172,12 +306,18 @@ impl Resolver {
 
     /// Adds to `out` everything the loader opens to start `exe`, and what the
     /// loader needs for each object in `also` (e.g. extension modules), all
-    /// transitively. `exe` is the path the workload is exec'd by.
+    /// transitively. `exe` is the path the workload is exec'd by. A library
+    /// that `exe` needs and that is not found is an error (the program
+    /// cannot start); one needed only through `also` is pushed to
+    /// `unresolved` with the object that needs it (that module would not
+    /// load on the host either), as is an object of `also` that is no
+    /// readable ELF file.
     pub fn closure(
         &self,
         exe: &Path,
         also: &[PathBuf],
         out: &mut BTreeSet<PathBuf>,
+        unresolved: &mut Vec<(String, PathBuf)>,
     ) -> Result<(), BundleError> {
         let main = read_facts(exe)?;
         out.insert(exe.to_path_buf());
@@ -203,33 +343,84 @@ impl Resolver {
         } else {
             Vec::new()
         };
-        let mut queue: VecDeque<(PathBuf, ElfFacts)> = VecDeque::new();
+        // (object, its facts, whether a failure below it stops the program).
+        let mut queue: VecDeque<(PathBuf, ElfFacts, bool)> = VecDeque::new();
         let mut seen: HashSet<PathBuf> = HashSet::new();
         seen.insert(exe.to_path_buf());
-        queue.push_back((exe.to_path_buf(), main));
+        queue.push_back((exe.to_path_buf(), main, true));
+        // The program's own objects first, to the end, so that an object
+        // reached both ways counts as the program's (strict).
+        self.drain(
+            &mut queue,
+            &mut seen,
+            &mut loaded,
+            &exe_rpath,
+            out,
+            unresolved,
+        )?;
         for extra in also {
             if seen.insert(extra.clone()) {
-                out.insert(extra.clone());
-                queue.push_back((extra.clone(), read_facts(extra)?));
+                match read_facts(extra) {
+                    Ok(f) => {
+                        out.insert(extra.clone());
+                        queue.push_back((extra.clone(), f, false));
+                    }
+                    Err(e) => unresolved.push((e.to_string(), extra.clone())),
+                }
             }
         }
-        while let Some((obj, facts)) = queue.pop_front() {
+        self.drain(
+            &mut queue,
+            &mut seen,
+            &mut loaded,
+            &exe_rpath,
+            out,
+            unresolved,
+        )?;
+        Ok(())
+    }
+
+    /// Resolves what each queued object needs, and what that needs, until
+    /// the queue is empty.
+    fn drain(
+        &self,
+        queue: &mut VecDeque<(PathBuf, ElfFacts, bool)>,
+        seen: &mut HashSet<PathBuf>,
+        loaded: &mut HashSet<String>,
+        exe_rpath: &[String],
+        out: &mut BTreeSet<PathBuf>,
+        unresolved: &mut Vec<(String, PathBuf)>,
+    ) -> Result<(), BundleError> {
+        while let Some((obj, facts, strict)) = queue.pop_front() {
             for name in &facts.needed {
                 if loaded.contains(name) {
                     continue;
                 }
-                let found = self.lookup(name, &obj, &facts, &exe_rpath).ok_or_else(|| {
-                    BundleError::LibraryNotFound {
-                        lib: name.clone(),
-                        needed_by: obj.clone(),
+                let Some(found) = self.lookup(name, &obj, &facts, exe_rpath) else {
+                    if strict {
+                        return Err(BundleError::LibraryNotFound {
+                            lib: name.clone(),
+                            needed_by: obj.clone(),
+                        });
                     }
-                })?;
+                    unresolved.push((name.clone(), obj.clone()));
+                    continue;
+                };
                 for p in found {
                     if seen.insert(p.clone()) {
+                        let f = match read_facts(&p) {
+                            Ok(f) => f,
+                            Err(e) if !strict => {
+                                unresolved.push((e.to_string(), obj.clone()));
+                                continue;
+                            }
+                            Err(e) => return Err(e),
+                        };
                         out.insert(p.clone());
-                        let f = read_facts(&p)?;
-                        loaded.extend(f.soname.clone());
-                        queue.push_back((p, f));
+                        if strict {
+                            loaded.extend(f.soname.clone());
+                        }
+                        queue.push_back((p, f, strict));
                     }
                 }
             }
@@ -349,7 +540,9 @@ mod tests {
             return;
         };
         let mut got = BTreeSet::new();
-        Resolver::from_host().closure(exe, &[], &mut got).unwrap();
+        Resolver::from_host()
+            .closure(exe, &[], &mut got, &mut Vec::new())
+            .unwrap();
         for w in &want {
             assert!(
                 got.contains(w),
@@ -368,6 +561,34 @@ mod tests {
     }
 
     #[test]
+    fn headers_only_agrees_with_the_full_parse() {
+        let mut checked = 0;
+        for dir in ["/usr/bin", "/usr/lib/x86_64-linux-gnu"] {
+            let Ok(rd) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for p in rd.filter_map(|e| e.ok()).map(|e| e.path()).take(400) {
+                let Ok(bytes) = std::fs::read(&p) else {
+                    continue;
+                };
+                let Ok(full) = facts_from_bytes(&bytes) else {
+                    continue;
+                };
+                let fast = headers_only(&std::fs::File::open(&p).unwrap())
+                    .unwrap_or_else(|| panic!("{}: headers-only read failed", p.display()));
+                assert_eq!(fast.needed, full.needed, "{}", p.display());
+                assert_eq!(fast.soname, full.soname, "{}", p.display());
+                assert_eq!(fast.rpath, full.rpath, "{}", p.display());
+                assert_eq!(fast.runpath, full.runpath, "{}", p.display());
+                assert_eq!(fast.interp, full.interp, "{}", p.display());
+                assert_eq!((fast.is_64, fast.machine), (full.is_64, full.machine));
+                checked += 1;
+            }
+        }
+        assert!(checked > 50, "only {checked} ELF files compared");
+    }
+
+    #[test]
     fn static_binary_needs_nothing() {
         let bb = Path::new("/usr/bin/busybox");
         if !bb.exists() {
@@ -377,7 +598,9 @@ mod tests {
         let f = read_facts(bb).unwrap();
         assert!(f.interp.is_none() && f.needed.is_empty());
         let mut got = BTreeSet::new();
-        Resolver::from_host().closure(bb, &[], &mut got).unwrap();
+        Resolver::from_host()
+            .closure(bb, &[], &mut got, &mut Vec::new())
+            .unwrap();
         assert_eq!(got.into_iter().collect::<Vec<_>>(), vec![bb.to_path_buf()]);
     }
 

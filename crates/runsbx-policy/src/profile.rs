@@ -18,7 +18,8 @@
 //!   memfd_create, seccomp.
 //! - `ioctl` only TCGETS, TIOCGWINSZ, FIONREAD, FIONBIO, FIOCLEX, FIONCLEX, compared on
 //!   the 32 bits the kernel reads: never TIOCSTI, even with high bits set.
-//! - `fcntl` only descriptor and status-flag commands; `prctl` only name and read-only
+//! - `fcntl` only descriptor, status-flag and record-lock commands (no leases, no
+//!   F_NOTIFY); `prctl` only name and read-only
 //!   queries; `prlimit64` only on pid 0 (itself); `kill` only pid 0 (own group).
 //!
 //! # exec
@@ -88,6 +89,10 @@ const ALLOW: &[&str] = &[
     "chmod",
     "fchmod",
     "fchmodat",
+    // sqlite, run by container root, hands each journal it creates to the
+    // database's owner. With no capability, only to the one uid and gid the
+    // namespace maps, i.e. to the owner it already has: no file changes hands.
+    "fchown",
     "utimensat",
     "umask",
     "dup",
@@ -173,6 +178,8 @@ const ALLOW: &[&str] = &[
     "getrlimit",
     "setrlimit",
     "getrandom",
+    // Node asks for its own capability sets at start; reading them grants none.
+    "capget",
     "sched_getaffinity",
     "sched_yield",
     "sched_getparam",
@@ -201,6 +208,12 @@ const F_GETFD: u64 = 1;
 const F_SETFD: u64 = 2;
 const F_GETFL: u64 = 3;
 const F_SETFL: u64 = 4;
+const F_GETLK: u64 = 5;
+const F_SETLK: u64 = 6;
+const F_SETLKW: u64 = 7;
+const F_OFD_GETLK: u64 = 36;
+const F_OFD_SETLK: u64 = 37;
+const F_OFD_SETLKW: u64 = 38;
 const F_DUPFD_CLOEXEC: u64 = 1030;
 const PR_GET_DUMPABLE: u64 = 3;
 const PR_SET_NAME: u64 = 15;
@@ -295,6 +308,25 @@ pub fn sandbox_seccomp() -> LinuxSeccomp {
         "fcntl",
         1,
         &[F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC],
+    ));
+    // Record locks, POSIX and open-file-description: sqlite locks every
+    // database file it opens (an in-memory database needs none), and so do
+    // dbm and shelve. A lock needs a descriptor the workload already holds,
+    // so it reaches only files Landlock let it open; on a read-only host file
+    // it can at most hold a read lock that no host process waits for (POSIX
+    // locks are advisory). F_SETLEASE and F_NOTIFY stay denied: a lease
+    // signals its holder when another process opens the file.
+    syscalls.extend(allow_values(
+        "fcntl",
+        1,
+        &[
+            F_GETLK,
+            F_SETLK,
+            F_SETLKW,
+            F_OFD_GETLK,
+            F_OFD_SETLK,
+            F_OFD_SETLKW,
+        ],
     ));
     syscalls.extend(allow_values(
         "prctl",

@@ -207,7 +207,7 @@ impl LandlockPolicy {
     /// executable, `read_write` paths readable and writable but not
     /// executable (with seccomp denying exec anyway, nothing the workload
     /// writes should run), `/dev/null` writable, `/dev/{zero,full,random,urandom}`
-    /// readable, every TCP bind and connect denied, abstract unix sockets and
+    /// readable, `/proc/self` and `/proc/{stat,meminfo,cpuinfo}` readable, every TCP bind and connect denied, abstract unix sockets and
     /// signals scoped to the sandbox. Requires ABI 6; not best effort.
     ///
     /// Paths must be absolute ([`LandlockPolicy::validate`] checks). A
@@ -227,6 +227,23 @@ impl LandlockPolicy {
         grants.push((PathBuf::from("/dev/null"), set(&[ReadFile, WriteFile])));
         for dev in ["/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"] {
             grants.push((PathBuf::from(dev), set(&[ReadFile])));
+        }
+        // The workload's own /proc entry, read-only: glibc reads
+        // /proc/self/maps (pthread_getattr_np, for the main thread's stack),
+        // OpenBLAS and psutil-style code /proc/self/status, Python's
+        // resource reports /proc/self/statm. The rule is made inside the
+        // container, where /proc/self is PID 1 of a pid namespace that holds
+        // the workload alone, so it names no other process; a magic link
+        // below it (root, cwd, fd/N) is checked at its target like any path.
+        // No write right: /proc/self/mem, attr/ and oom_score_adj stay shut.
+        grants.push((PathBuf::from("/proc/self"), set(&[ReadFile, ReadDir])));
+        // System-wide counters that sizing code reads: glibc's get_nprocs
+        // (os.cpu_count, OpenBLAS's thread count) falls back to /proc/stat
+        // without /sys; numpy and pandas read meminfo, cpuinfo for CPU
+        // features. The host's totals, as any container shows; no process
+        // of the host is named in them.
+        for info in ["/proc/stat", "/proc/meminfo", "/proc/cpuinfo"] {
+            grants.push((PathBuf::from(info), set(&[ReadFile])));
         }
         LandlockPolicy {
             handled_fs: handled_fs(),

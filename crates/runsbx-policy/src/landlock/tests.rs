@@ -358,7 +358,9 @@ fn sandbox_policy() {
                                "make_reg", "make_sock", "make_fifo", "make_sym", "refer", "truncate"],
              "paths": ["/work"]},
             {"allowedAccess": ["write_file", "read_file"], "paths": ["/dev/null"]},
-            {"allowedAccess": ["read_file"], "paths": ["/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"]}
+            {"allowedAccess": ["read_file"], "paths": ["/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+                                                       "/proc/stat", "/proc/meminfo", "/proc/cpuinfo"]},
+            {"allowedAccess": ["read_file", "read_dir"], "paths": ["/proc/self"]}
         ]},
         "scoped": ["abstract_unix_socket", "signal"],
         "enableBestEffort": false
