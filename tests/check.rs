@@ -173,7 +173,16 @@ fn generated_bundle_has_no_weak_spots() {
         &env,
         &["--landlock-default", "off", again.to_str().unwrap()],
     );
-    assert_eq!(explained, text2);
+    // ... followed by why each read-only path is bound.
+    let (same, why) = explained
+        .split_once("why each read-only path is bound:\n")
+        .unwrap_or_else(|| panic!("no reasons in:\n{explained}"));
+    assert_eq!(same, text2);
+    assert!(why.contains("/usr  system directory; holds"), "{why}");
+    assert!(
+        why.contains("/etc/ld.so.cache  the loader's library cache"),
+        "{why}"
+    );
     let json = env.ok(&[
         "gen",
         "--workdir",
@@ -186,6 +195,7 @@ fn generated_bundle_has_no_weak_spots() {
     ]);
     let v: serde_json::Value = serde_json::from_str(&json).expect("gen --explain=json is JSON");
     assert!(v["warnings"].as_array().is_some(), "{v:#}");
+    assert!(v["discovery"]["binds"]["/usr"].is_string(), "{v:#}");
 }
 
 /// A busybox bundle with every layer: a user namespace mapping root to

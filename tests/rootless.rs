@@ -520,7 +520,9 @@ fn root_forbidden_user_namespaces_give_the_clear_error_and_no_userns_still_confi
         ("fork", "EPERM"),
         ("write-workdir", "ALLOWED"),
         ("fd5", "EBADF"),
-        ("env", "HOME,PATH,TMPDIR"),
+        // LC_CTYPE is Python's own (PEP 538 locale coercion, now that the C.UTF-8
+        // locale under /usr is there), not the caller's.
+        ("env", "HOME,LC_CTYPE,PATH,TMPDIR"),
         // No user namespace: the workload is the caller itself.
         ("uid", &user.0.to_string()),
     ] {

@@ -199,3 +199,25 @@ fn a_node_script() {
         ],
     );
 }
+
+#[test]
+fn a_node_host_drives_the_repl_and_kills_it_past_its_rss_ceiling() {
+    // bundles/python-repl/host.js, as a Node supervisor runs it: runsbx on
+    // its PATH, the venv's Python inside (numpy and pandas).
+    let _env = Env::new();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = std::process::Command::new("node")
+        .arg(repo.join("bundles/python-repl/host.js"))
+        .args(["--runsbx", runsbx_bin().to_str().unwrap()])
+        .args(["--python", venv_python().to_str().unwrap()])
+        .args(["--ceiling-mib", "300"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("node is missing: install Debian's nodejs (hack/setup-ci does)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("passed: 0 failure(s)"),
+        "{stdout}\n{}",
+        stderr_of(&out)
+    );
+}

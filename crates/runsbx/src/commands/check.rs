@@ -12,18 +12,56 @@ use super::Ctx;
 use crate::cli::{Check, LogFormat};
 
 pub fn run(ctx: &Ctx, a: Check) -> Result<()> {
-    print(ctx, &a.bundle, a.format)
+    print(ctx, &a.bundle, a.format, None)
 }
 
-/// Validates the bundle at `dir` and prints its policy (also `gen --explain`).
-pub fn print(ctx: &Ctx, dir: &Path, format: LogFormat) -> Result<()> {
+/// Validates the bundle at `dir` and prints its policy (also `gen --explain`,
+/// which passes what discovery found: why each path is bound).
+pub fn print(
+    ctx: &Ctx,
+    dir: &Path,
+    format: LogFormat,
+    discovery: Option<&runsbx_bundle::Discovery>,
+) -> Result<()> {
     let validated = explain::validate(dir, &ctx.rt.landlock_default)?;
     let executable = explain::find_executable(&validated.bundle)?;
     let explanation = explain::explain(&validated, executable, &Host::current());
     let mut out = std::io::stdout().lock();
     match format {
-        LogFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&explanation)?)?,
-        LogFormat::Text => write!(out, "{}", explanation.to_text())?,
+        LogFormat::Json => {
+            let mut v = serde_json::to_value(&explanation)?;
+            if let Some(d) = discovery {
+                v["discovery"] = serde_json::json!({
+                    "binds": d.reasons,
+                    "unresolved": d.unresolved.iter()
+                        .map(|(lib, by)| serde_json::json!({"library": lib, "needed_by": by}))
+                        .collect::<Vec<_>>(),
+                });
+            }
+            writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?
+        }
+        LogFormat::Text => {
+            write!(out, "{}", explanation.to_text())?;
+            if let Some(d) = discovery {
+                write!(out, "{}", discovery_text(d))?;
+            }
+        }
     }
     Ok(())
+}
+
+/// Why each read-only path of a generated bundle is bound, and what an
+/// extension module needs that the host lacks too.
+fn discovery_text(d: &runsbx_bundle::Discovery) -> String {
+    let mut s = String::from("why each read-only path is bound:\n");
+    for (path, why) in &d.reasons {
+        s.push_str(&format!("  {}  {why}\n", path.display()));
+    }
+    if !d.unresolved.is_empty() {
+        s.push_str("not found on this host either (importing these modules fails there too):\n");
+        for (lib, by) in &d.unresolved {
+            s.push_str(&format!("  {lib}  needed by {}\n", by.display()));
+        }
+    }
+    s
 }

@@ -53,12 +53,16 @@ pub fn private_dir(prefix: &str, owner: Option<(u32, u32)>) -> Result<PrivateDir
     Ok(guard)
 }
 
-/// The generated config.json for `flags`, with the private directories it
-/// refers to (kept alive by the caller).
-pub fn prepare(
-    flags: &SandboxFlags,
-    cache: Option<&Path>,
-) -> Result<(serde_json::Value, Option<PrivateDir>)> {
+/// A generated config.json, what discovery found for it, and the private
+/// workdir it refers to (kept alive by the caller).
+pub struct Prepared {
+    pub config: serde_json::Value,
+    pub workdir: Option<PrivateDir>,
+    pub discovery: runsbx_bundle::Discovery,
+}
+
+/// The generated config.json for `flags`.
+pub fn prepare(flags: &SandboxFlags, cache: Option<&Path>) -> Result<Prepared> {
     let path_env = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.to_string());
     let ro: Vec<PathBuf> = flags.ro.clone();
     let found = match cache {
@@ -115,7 +119,11 @@ pub fn prepare(
         landlock: Some(landlock.to_json()),
         net: false,
     };
-    Ok((generate(&found, &options)?, private))
+    Ok(Prepared {
+        config: generate(&found, &options)?,
+        workdir: private,
+        discovery: found,
+    })
 }
 
 impl Materialized {
@@ -237,11 +245,11 @@ pub fn gen(ctx: &Ctx, a: Gen) -> Result<()> {
     if a.flags.workdir.is_none() {
         bail!("gen needs --workdir: a generated bundle outlives this command");
     }
-    let (config, _) = prepare(&a.flags, None)?;
-    write_bundle(&a.output, &config)?;
+    let prepared = prepare(&a.flags, None)?;
+    write_bundle(&a.output, &prepared.config)?;
     make_traversable(&a.output)?;
     if let Some(format) = a.explain {
-        super::check::print(ctx, &a.output, format)?;
+        super::check::print(ctx, &a.output, format, Some(&prepared.discovery))?;
     }
     Ok(())
 }
@@ -262,7 +270,11 @@ pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
         // Quiet: stdout belongs to the workload.
         super::selftest::check(ctx, None, None, false).context("--self-test")?;
     }
-    let (mut config, workdir) = prepare(&a.flags, Some(&ctx.rt.root.join(".discovery")))?;
+    let Prepared {
+        mut config,
+        workdir,
+        ..
+    } = prepare(&a.flags, Some(&ctx.rt.root.join(".discovery")))?;
     add_resources(&mut config, a.memory.as_deref(), a.pids_limit)?;
     let bundle = materialize(config)?;
     let id =
@@ -318,7 +330,9 @@ fn direct(ctx: &Ctx, a: Sandbox) -> Result<u8> {
     use runsbx_runtime::guard::Outcome;
     use runsbx_runtime::monitor::Monitor;
 
-    let (config, workdir) = prepare(&a.flags, Some(&ctx.rt.root.join(".discovery")))?;
+    let Prepared {
+        config, workdir, ..
+    } = prepare(&a.flags, Some(&ctx.rt.root.join(".discovery")))?;
     let mut sup = run::Supervision::from_flags(&a.guard)?;
     let started_at = Instant::now();
     let pid = match spawn_direct(ctx, config, None) {

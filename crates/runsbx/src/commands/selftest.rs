@@ -124,7 +124,7 @@ pub fn check(
                 rlimit: Vec::new(),
                 command: command.clone(),
             };
-            let (config, _) = sandbox::prepare(&flags, None)?;
+            let config = sandbox::prepare(&flags, None)?.config;
             materialize(config)?
         }
         Some(dir) => Materialized::plain(copy_with_probe(dir, &probe, &command, &work.0)?),
@@ -164,7 +164,7 @@ fn check_direct(ctx: &Ctx, probe: Option<&Path>) -> Result<()> {
         rlimit: Vec::new(),
         command,
     };
-    let (config, _) = sandbox::prepare(&flags, None)?;
+    let config = sandbox::prepare(&flags, None)?.config;
     let (read_end, stdio) = captured_stdio()?;
     let pid = sandbox::spawn_direct(ctx, config, Some(stdio))?;
     let mut output = String::new();
