@@ -146,6 +146,28 @@ fn sandbox_reports_what_the_default_policy_refused() {
     );
     assert!(has(&lines, &["seccomp", "socket", "EPERM"]), "{lines:#?}");
     assert!(has(&lines, &["seccomp", "clone", "EPERM"]), "{lines:#?}");
+    // /proc is the sandbox's own: no --ro hint for it.
+    assert!(!err.contains("--ro /proc"), "{err}");
+}
+
+#[test]
+fn sandbox_says_which_flag_adds_a_path_it_could_not_read() {
+    let env = Env::new();
+    // /tmp exists in the sandbox only as the directory above the private
+    // workdir, and Landlock grants nothing on it.
+    let out = env
+        .cmd()
+        .args(["sandbox", "--report-denials", "--", "python3", "-c"])
+        .arg("import os\ntry: os.listdir('/tmp')\nexcept OSError as e: print(e.errno)")
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "13\n");
+    assert!(
+        err.contains("runsbx: /tmp is not readable in the sandbox: --ro /tmp adds it"),
+        "{err}"
+    );
 }
 
 #[test]

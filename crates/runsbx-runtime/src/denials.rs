@@ -109,6 +109,24 @@ impl DenialReport {
         out.extend(self.notes.iter().cloned());
         out
     }
+
+    /// The paths Landlock refused to read or list, once each, unquoted.
+    pub fn unreadable_paths(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for d in &self.denials {
+            let reads = d.denied.contains("fs.read_file") || d.denied.contains("fs.read_dir");
+            let path = d
+                .object
+                .as_deref()
+                .and_then(|o| o.strip_prefix('"')?.strip_suffix('"'));
+            if let (true, Some(p)) = (d.layer == "landlock" && reads, path) {
+                if !out.iter().any(|x| x == p) {
+                    out.push(p.to_string());
+                }
+            }
+        }
+        out
+    }
 }
 
 /// Opened before the container starts; see [`Watch::start`].

@@ -63,6 +63,9 @@ pub struct Supervision {
     pub kill_on: Vec<Signal>,
     /// `--report-denials`.
     pub report_denials: bool,
+    /// After the denials, say which sandbox flag adds what Landlock refused
+    /// to read (`sandbox`: `--ro`).
+    pub ro_hint: bool,
 }
 
 impl Default for Supervision {
@@ -75,6 +78,7 @@ impl Default for Supervision {
             setup_status: 1,
             kill_on: Vec::new(),
             report_denials: false,
+            ro_hint: false,
         }
     }
 }
@@ -100,8 +104,8 @@ impl Supervision {
             report: g.report.clone(),
             posture: None,
             setup_status: 1,
-            kill_on: Vec::new(),
             report_denials: g.report_denials,
+            ..Self::default()
         })
     }
 
@@ -172,7 +176,7 @@ pub fn foreground(
         Err(e) => {
             let status = sup.setup_status;
             let mut outcome = Outcome::setup_failed(format!("{e:#}"), status, started_at.elapsed());
-            outcome.denials = denials.finish();
+            outcome.denials = denials.finish(sup.ro_hint);
             let _ = sup.finish(&outcome);
             return Err(e);
         }
@@ -186,7 +190,7 @@ pub fn foreground(
         killed_for = Some(Reason::Oom);
     }
     let mut outcome = Outcome::finished(pid.as_raw(), done, killed_for, peak, started_at.elapsed());
-    outcome.denials = denials.finish();
+    outcome.denials = denials.finish(sup.ro_hint);
     if !keep {
         ctx.rt.delete_owned(&owned)?;
     }
@@ -301,7 +305,7 @@ impl Denials {
 
     /// Prints the report, one line each, and returns it for `--report`.
     /// Nothing when no container was created.
-    fn finish(self) -> Option<DenialReport> {
+    fn finish(self, ro_hint: bool) -> Option<DenialReport> {
         let report = match self {
             Self::Off | Self::Ready(_) => return None,
             Self::Unavailable(note) => DenialReport {
@@ -312,6 +316,13 @@ impl Denials {
         };
         for line in report.lines() {
             eprintln!("runsbx: {line}");
+        }
+        if ro_hint {
+            // /proc and /dev are the sandbox's own, not host paths to bind.
+            let host = |p: &String| !p.starts_with("/proc/") && !p.starts_with("/dev/");
+            for path in report.unreadable_paths().into_iter().filter(host) {
+                eprintln!("runsbx: {path} is not readable in the sandbox: --ro {path} adds it");
+            }
         }
         Some(report)
     }

@@ -288,6 +288,7 @@ pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
     };
     let mut sup = run::Supervision::from_flags(&a.guard)?;
     sup.setup_status = 125;
+    sup.ro_hint = true;
     sup.kill_on = vec![
         nix::sys::signal::Signal::SIGTERM,
         nix::sys::signal::Signal::SIGHUP,
