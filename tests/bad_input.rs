@@ -436,3 +436,20 @@ fn duplicate_namespace_types_are_refused() {
     assert_one_line_error(&out, "a second");
     assert!(env.state_entries().is_empty());
 }
+
+/// A root `sandbox --workdir D` with D owned by an unprivileged user but
+/// group root is refused for its group, not said to be "owned by root".
+#[test]
+fn workdir_in_group_root_is_refused_naming_the_group() {
+    let env = Env::new();
+    let dir = env.nobody_workdir();
+    nix::unistd::chown(&dir, Some(65534.into()), Some(0.into())).unwrap();
+    let out = sandbox(&env, &["--workdir", dir.to_str().unwrap()], &["/bin/true"]);
+    assert_one_line_error(&out, "owned by uid 65534 but group root (gid 0)");
+    assert!(
+        !stderr_of(&out).contains("owned by root"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert_clean(&env, "sandbox");
+}
