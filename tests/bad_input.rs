@@ -437,6 +437,77 @@ fn duplicate_namespace_types_are_refused() {
     assert!(env.state_entries().is_empty());
 }
 
+/// A mount that fails inside init (libcontainer brings back only "failed to
+/// prepare rootfs") is named with its index, type, source, destination, the
+/// operation and the errno, for `create` and `run` alike.
+#[test]
+fn failed_mount_names_the_mount_the_path_and_the_errno() {
+    let env = Env::new();
+    let mut b = env.bundle("b", &["true"]);
+    b.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "destination": "/data", "type": "tmpfs", "source": "tmpfs", "options": ["size=bogus"]
+        }));
+    b.save();
+    for cmd in ["create", "run"] {
+        let id = unique_id("badmount");
+        let out = env.run(&[cmd, "--bundle", b.path(), &id]);
+        assert_one_line_error(
+            &out,
+            "failed to prepare rootfs: mounts[3] (tmpfs tmpfs on /data): mount: Invalid argument (EINVAL, os error 22)",
+        );
+        assert_clean(&env, &id);
+    }
+}
+
+/// The same in a user namespace: a read-write bind whose source the
+/// container's root (an unprivileged host user) cannot reach says EACCES
+/// and which path, instead of a bare "failed to prepare rootfs".
+#[test]
+fn unreachable_rw_bind_in_a_user_namespace_says_eacces() {
+    let env = Env::new();
+    let private = env.tmp.path().join("private");
+    fs::create_dir_all(private.join("data")).unwrap();
+    fs::set_permissions(
+        &private,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let mut b = env.bundle("b", &["true"]);
+    let src = private.join("data");
+    b.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "destination": "/data", "type": "bind", "source": src, "options": ["rbind", "rw"]
+        }));
+    b.config["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({ "type": "user" }));
+    b.config["linux"]["uidMappings"] =
+        serde_json::json!([{ "containerID": 0, "hostID": 65534, "size": 1 }]);
+    b.config["linux"]["gidMappings"] =
+        serde_json::json!([{ "containerID": 0, "hostID": 65534, "size": 1 }]);
+    b.save();
+    // The container's root must reach the rootfs itself.
+    for dir in [env.tmp.path(), b.dir.as_path()] {
+        fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let id = unique_id("eacces");
+    let out = env.run(&["run", "--bundle", b.path(), &id]);
+    assert_one_line_error(
+        &out,
+        &format!(
+            "mounts[3] (bind {0} on /data): canonicalize \"{0}\": Permission denied (EACCES, os error 13)",
+            src.display()
+        ),
+    );
+    assert_clean(&env, &id);
+}
+
 /// A root `sandbox --workdir D` with D owned by an unprivileged user but
 /// group root is refused for its group, not said to be "owned by root".
 #[test]

@@ -305,7 +305,13 @@ impl Runtime {
             resolved: Default::default(),
             dumpable: rootless,
         };
+        // libcontainer brings init's errors back as their first line only
+        // ("failed to prepare rootfs"); what its children logged names the
+        // mount, the path and the errno (initlog.rs).
+        let capture = crate::initlog::Capture::start();
         let built = self.build_init(&opts, &bundle, executor);
+        let notes = capture.map(|c| c.finish()).unwrap_or_default();
+        let built = built.map_err(|e| with_notes(e, &notes, &bundle.spec));
         let container = match built {
             Ok(c) => c,
             Err(e) => {
@@ -1012,6 +1018,28 @@ impl Runtime {
 
 /// libcontainer rewrites state.json in place (truncate, then write), so a
 /// reader racing a writer can see it empty or cut short; retry briefly.
+/// A libcontainer error with the detail its forked processes logged (see
+/// initlog.rs), when they logged any the message lacks.
+fn with_notes(
+    err: RuntimeError,
+    notes: &[String],
+    spec: &libcontainer::oci_spec::runtime::Spec,
+) -> RuntimeError {
+    if !matches!(err, RuntimeError::Libcontainer { .. }) {
+        return err;
+    }
+    match crate::initlog::describe(notes, spec) {
+        Some(detail) => {
+            let text = err.to_string();
+            match text.contains(&detail) {
+                true => err,
+                false => RuntimeError::Init(format!("{text}: {detail}")),
+            }
+        }
+        None => err,
+    }
+}
+
 fn load_state(
     dir: &Path,
 ) -> std::result::Result<Container, libcontainer::error::LibcontainerError> {

@@ -11,6 +11,7 @@ pub mod error;
 pub mod executor;
 pub mod explain;
 pub mod guard;
+pub mod initlog;
 pub mod landlock;
 pub mod monitor;
 pub mod pidns;
