@@ -291,6 +291,35 @@ impl Runtime {
             crate::premount::without_cgroups()?;
             tracing::debug!("{}: needs no cgroup; running without one", opts.id);
         }
+        // Root, a user namespace: the read-only binds the container's root
+        // could not make itself, made by runsbx (see prebind.rs). Held until
+        // libcontainer has read the config and forked.
+        let binds = match rootless {
+            true => Vec::new(),
+            false => crate::prebind::plan(&bundle.spec, &bundle.dir),
+        };
+        let _prebound = match crate::prebind::container_root(&bundle.spec) {
+            Some(owner) if !binds.is_empty() => {
+                crate::prebind::apply(&bundle.rootfs(), &binds, owner)?;
+                for b in &binds {
+                    tracing::debug!(
+                        "{}: mounts[{}] ({} on {}): bound by runsbx, out of reach of uid {}",
+                        opts.id,
+                        b.index,
+                        b.source.display(),
+                        b.destination.display(),
+                        owner.0
+                    );
+                }
+                Some(crate::rootless::ConfigView::over(
+                    &bundle.dir,
+                    &crate::prebind::without(&bundle.raw, &binds),
+                    &self.root,
+                    &opts.id,
+                )?)
+            }
+            _ => None,
+        };
         let report = match opts.foreground {
             true => PendingReport::pipe()?,
             false => PendingReport::new(&self.root, &opts.id)?,

@@ -15,6 +15,7 @@ pub mod initlog;
 pub mod landlock;
 pub mod monitor;
 pub mod pidns;
+pub mod prebind;
 pub mod premount;
 pub mod report;
 pub mod rootless;
