@@ -820,6 +820,32 @@ fn readonly_binds_out_of_reach_of_the_containers_root() {
     env.ok(&["delete", &id]);
     assert_eq!(fs::read_to_string(&log).unwrap(), want);
 
+    // Locked in the container's user namespace: even with CAP_SYS_ADMIN
+    // there, its root cannot make the bind writable, unmount it (EINVAL) or
+    // drop nosuid.
+    let bb = "/bin/busybox";
+    b.config["process"]["args"] = serde_json::json!([
+        "sh",
+        "-c",
+        format!(
+            "{bb} mount -o remount,bind,rw /data/dir 2>&1; {bb} umount /data/dir 2>&1; \
+         {bb} mount -o remount,bind,ro,suid,nodev /data/dir 2>&1; exit 0"
+        )
+    ]);
+    for set in ["bounding", "effective", "permitted"] {
+        b.config["process"]["capabilities"][set] = serde_json::json!(["CAP_SYS_ADMIN"]);
+    }
+    b.save();
+    let id = unique_id("prebind-lock");
+    let out = env.run(&["run", "--bundle", b.path(), &id]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "mount: permission denied (are you root?)\n\
+         umount: can't unmount /data/dir: Invalid argument\n\
+         mount: permission denied (are you root?)\n"
+    );
+
     let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
     assert!(!mounts.contains(b.path()), "a bind is left on the host");
     assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
