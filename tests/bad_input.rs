@@ -524,3 +524,55 @@ fn workdir_in_group_root_is_refused_naming_the_group() {
     );
     assert_clean(&env, "sandbox");
 }
+
+/// A read-only bind runsbx makes itself (its source is out of reach of the
+/// container's root, prebind.rs) and cannot: one line naming the mount, the
+/// step and the errno, and nothing left (no state, no mount on the host).
+#[test]
+fn failed_prebind_names_the_mount_the_step_and_the_errno() {
+    let env = Env::new();
+    let private = env.tmp.path().join("private");
+    fs::create_dir_all(private.join("dir")).unwrap();
+    fs::set_permissions(
+        &private,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let mut b = env.bundle("b", &["true"]);
+    // /bin/busybox is a file: no directory can be made below it.
+    b.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "destination": "/bin/busybox/x", "type": "bind", "source": private.join("dir"),
+            "options": ["rbind", "ro"]
+        }));
+    b.config["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({ "type": "user" }));
+    for key in ["uidMappings", "gidMappings"] {
+        b.config["linux"][key] =
+            serde_json::json!([{ "containerID": 0, "hostID": 65534, "size": 1 }]);
+    }
+    b.save();
+    fs::set_permissions(
+        env.tmp.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    for cmd in ["create", "run"] {
+        let id = unique_id("prebind");
+        let out = env.run(&[cmd, "--bundle", b.path(), &id]);
+        assert_one_line_error(
+            &out,
+            &format!(
+                "mounts[3] (bind {} on /bin/busybox/x): mount point in the rootfs: Not a directory (ENOTDIR)",
+                private.join("dir").display()
+            ),
+        );
+        assert_clean(&env, &id);
+    }
+    let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains(b.path()), "a mount is left on the host");
+}

@@ -204,22 +204,27 @@ pub fn apply(rootfs: &Path, binds: &[PreBind], owner: (u32, u32)) -> Result<()> 
         };
         let rel = b.destination.strip_prefix("/").unwrap_or(&b.destination);
         let target = mountpoint(&root, rel, b.is_dir, owner)
-            .map_err(|e| RuntimeError::sys(ctx("mount point in the rootfs"), e))?;
+            .map_err(|e| errno(ctx("mount point in the rootfs"), e))?;
         let mut flags = MsFlags::MS_BIND;
         if b.recursive {
             flags |= MsFlags::MS_REC;
         }
         mount::<Path, Path, str, str>(Some(&b.real), &fd_path(&target), None, flags, None)
-            .map_err(|e| RuntimeError::sys(ctx("bind (made by runsbx as root)"), e))?;
+            .map_err(|e| errno(ctx("bind (made by runsbx as root)"), e))?;
         // Opened again: a fresh lookup lands on the new mount, whose flags
         // the remount must change (the old descriptor names what is below).
-        let mounted =
-            in_root(&root, rel, OFlag::empty()).map_err(|e| RuntimeError::sys(ctx("reopen"), e))?;
+        let mounted = in_root(&root, rel, OFlag::empty())
+            .map_err(|e| errno(ctx("reopen the mount point"), e))?;
         let ro = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | b.flags;
         mount::<str, Path, str, str>(None, &fd_path(&mounted), None, ro, None)
-            .map_err(|e| RuntimeError::sys(ctx("remount read-only"), e))?;
+            .map_err(|e| errno(ctx("remount read-only"), e))?;
     }
     Ok(())
+}
+
+/// The one error line of a failed bind: which mount, which step, the errno.
+fn errno(context: String, e: nix::Error) -> RuntimeError {
+    RuntimeError::Init(format!("{context}: {} ({e:?})", e.desc()))
 }
 
 fn fd_path(fd: &OwnedFd) -> PathBuf {
