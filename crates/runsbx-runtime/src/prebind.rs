@@ -203,8 +203,14 @@ pub fn apply(rootfs: &Path, binds: &[PreBind], owner: (u32, u32)) -> Result<()> 
             )
         };
         let rel = b.destination.strip_prefix("/").unwrap_or(&b.destination);
-        let target = mountpoint(&root, rel, b.is_dir, owner)
-            .map_err(|e| errno(ctx("mount point in the rootfs"), e))?;
+        let target = mountpoint(&root, rel, b.is_dir, owner).map_err(|e| match e {
+            // mkdir of a name that is there but did not resolve.
+            nix::errno::Errno::EEXIST => errno(
+                ctx("mount point in the rootfs: a symlink on the way leads nowhere inside it"),
+                e,
+            ),
+            e => errno(ctx("mount point in the rootfs"), e),
+        })?;
         let mut flags = MsFlags::MS_BIND;
         if b.recursive {
             flags |= MsFlags::MS_REC;
