@@ -1057,16 +1057,18 @@ fn with_notes(
     if !matches!(err, RuntimeError::Libcontainer { .. }) {
         return err;
     }
-    match crate::initlog::describe(notes, spec) {
-        Some(detail) => {
-            let text = err.to_string();
-            match text.contains(&detail) {
-                true => err,
-                false => RuntimeError::Init(format!("{text}: {detail}")),
-            }
-        }
-        None => err,
+    let Some(detail) = crate::initlog::describe(notes, spec) else {
+        return err;
+    };
+    let text = err.to_string();
+    // A message that carries its errno already, or that the innermost note
+    // only wraps (an exec that failed in init), says what the notes would;
+    // a failed mount is always named.
+    let repeats = text.contains("(os error ") || notes.first().is_some_and(|n| n.contains(&text));
+    if text.contains(&detail) || (!detail.starts_with("mounts[") && repeats) {
+        return err;
     }
+    RuntimeError::Init(format!("{text}: {detail}"))
 }
 
 fn load_state(
