@@ -1045,8 +1045,6 @@ impl Runtime {
     }
 }
 
-/// libcontainer rewrites state.json in place (truncate, then write), so a
-/// reader racing a writer can see it empty or cut short; retry briefly.
 /// A libcontainer error with the detail its forked processes logged (see
 /// initlog.rs), when they logged any the message lacks.
 fn with_notes(
@@ -1071,6 +1069,8 @@ fn with_notes(
     RuntimeError::Init(format!("{text}: {detail}"))
 }
 
+/// libcontainer rewrites state.json in place (truncate, then write), so a
+/// reader racing a writer can see it empty or cut short; retry briefly.
 fn load_state(
     dir: &Path,
 ) -> std::result::Result<Container, libcontainer::error::LibcontainerError> {

@@ -28,7 +28,10 @@
 //! and only when no mount earlier in the list covers the destination
 //! (libcontainer's later mount would hide it). The mount point is resolved
 //! with openat2(RESOLVE_IN_ROOT): a symlink in the rootfs cannot aim root's
-//! mount outside it. A bind that cannot be made fails the create (closed).
+//! mount outside it; the bind is cloned detached (open_tree), made
+//! read-only (mount_setattr) and only then attached on that descriptor
+//! (move_mount): it is never writable, and nothing is looked up twice. A
+//! bind that cannot be made fails the create (closed).
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
@@ -52,8 +55,8 @@ pub struct PreBind {
     pub real: PathBuf,
     pub destination: PathBuf,
     pub recursive: bool,
-    /// Flags of the read-only remount: MS_RDONLY plus the bind's own
-    /// MS_NOSUID, MS_NODEV, MS_NOEXEC.
+    /// The bind's flags: MS_RDONLY plus its own MS_NOSUID, MS_NODEV,
+    /// MS_NOEXEC (set as MOUNT_ATTR_* before the bind is attached).
     pub flags: MsFlags,
     pub is_dir: bool,
 }
@@ -211,19 +214,15 @@ pub fn apply(rootfs: &Path, binds: &[PreBind], owner: (u32, u32)) -> Result<()> 
             ),
             e => errno(ctx("mount point in the rootfs"), e),
         })?;
-        let mut flags = MsFlags::MS_BIND;
-        if b.recursive {
-            flags |= MsFlags::MS_REC;
-        }
-        mount::<Path, Path, str, str>(Some(&b.real), &fd_path(&target), None, flags, None)
-            .map_err(|e| errno(ctx("bind (made by runsbx as root)"), e))?;
-        // Opened again: a fresh lookup lands on the new mount, whose flags
-        // the remount must change (the old descriptor names what is below).
-        let mounted = in_root(&root, rel, OFlag::empty())
-            .map_err(|e| errno(ctx("reopen the mount point"), e))?;
-        let ro = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | b.flags;
-        mount::<str, Path, str, str>(None, &fd_path(&mounted), None, ro, None)
-            .map_err(|e| errno(ctx("remount read-only"), e))?;
+        // The bind is made detached, made read-only, then attached on the
+        // mount point already resolved: it is never writable, and no second
+        // lookup could land the remount on another mount.
+        let tree = crate::sys::mountapi::clone_tree(&b.real, b.recursive)
+            .map_err(|e| io_errno(ctx("bind (made by runsbx as root)"), e))?;
+        crate::sys::mountapi::set_attr(&tree, mount_attr(b.flags))
+            .map_err(|e| io_errno(ctx("make the bind read-only"), e))?;
+        crate::sys::mountapi::attach(&tree, &target)
+            .map_err(|e| io_errno(ctx("attach the bind"), e))?;
     }
     Ok(())
 }
@@ -233,8 +232,25 @@ fn errno(context: String, e: nix::Error) -> RuntimeError {
     RuntimeError::Init(format!("{context}: {} ({e:?})", e.desc()))
 }
 
-fn fd_path(fd: &OwnedFd) -> PathBuf {
-    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+fn io_errno(context: String, e: std::io::Error) -> RuntimeError {
+    match e.raw_os_error() {
+        Some(n) => errno(context, nix::errno::Errno::from_raw(n)),
+        None => RuntimeError::io(context, e),
+    }
+}
+
+/// MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC as MOUNT_ATTR_* bits.
+fn mount_attr(flags: MsFlags) -> u64 {
+    [
+        (MsFlags::MS_RDONLY, libc::MOUNT_ATTR_RDONLY),
+        (MsFlags::MS_NOSUID, libc::MOUNT_ATTR_NOSUID),
+        (MsFlags::MS_NODEV, libc::MOUNT_ATTR_NODEV),
+        (MsFlags::MS_NOEXEC, libc::MOUNT_ATTR_NOEXEC),
+    ]
+    .iter()
+    .filter(|(f, _)| flags.contains(*f))
+    .map(|(_, a)| a)
+    .fold(0, |acc, a| acc | a)
 }
 
 fn open_dir(path: &Path) -> Result<OwnedFd> {

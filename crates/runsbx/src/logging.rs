@@ -4,7 +4,8 @@
 //!
 //! Without `--debug`, only warnings and errors are kept, and libcontainer's
 //! own events are dropped: they repeat, less clearly, the one error line
-//! runsbx prints itself.
+//! runsbx prints itself. Its errors still reach runsbx_runtime::initlog,
+//! which is how that line names a mount that failed in init.
 
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
