@@ -383,7 +383,7 @@ fn readme_commands_do_what_the_readme_says() {
     let clone = top.path().join("runsbx");
     copy_tree(&clone);
     let bin = clone.join("target/x86_64-unknown-linux-gnu/release/runsbx");
-    install(Path::new(env!("CARGO_BIN_EXE_runsbx")), &bin);
+    install(&common::runsbx_bin(), &bin);
     install(
         &common::probe_bin(),
         &clone.join("target/probe/runsbx-probe"),
