@@ -436,3 +436,143 @@ fn duplicate_namespace_types_are_refused() {
     assert_one_line_error(&out, "a second");
     assert!(env.state_entries().is_empty());
 }
+
+/// A mount that fails inside init (libcontainer brings back only "failed to
+/// prepare rootfs") is named with its index, type, source, destination, the
+/// operation and the errno, for `create` and `run` alike.
+#[test]
+fn failed_mount_names_the_mount_the_path_and_the_errno() {
+    let env = Env::new();
+    let mut b = env.bundle("b", &["true"]);
+    b.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "destination": "/data", "type": "tmpfs", "source": "tmpfs", "options": ["size=bogus"]
+        }));
+    b.save();
+    for cmd in ["create", "run"] {
+        let id = unique_id("badmount");
+        let out = env.run(&[cmd, "--bundle", b.path(), &id]);
+        assert_one_line_error(
+            &out,
+            "failed to prepare rootfs: mounts[3] (tmpfs tmpfs on /data): mount: Invalid argument (EINVAL, os error 22)",
+        );
+        assert_clean(&env, &id);
+    }
+}
+
+/// The same in a user namespace: a read-write bind whose source the
+/// container's root (an unprivileged host user) cannot reach says EACCES
+/// and which path, instead of a bare "failed to prepare rootfs".
+#[test]
+fn unreachable_rw_bind_in_a_user_namespace_says_eacces() {
+    let env = Env::new();
+    let private = env.tmp.path().join("private");
+    fs::create_dir_all(private.join("data")).unwrap();
+    fs::set_permissions(
+        &private,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let mut b = env.bundle("b", &["true"]);
+    let src = private.join("data");
+    b.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "destination": "/data", "type": "bind", "source": src, "options": ["rbind", "rw"]
+        }));
+    b.config["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({ "type": "user" }));
+    b.config["linux"]["uidMappings"] =
+        serde_json::json!([{ "containerID": 0, "hostID": 65534, "size": 1 }]);
+    b.config["linux"]["gidMappings"] =
+        serde_json::json!([{ "containerID": 0, "hostID": 65534, "size": 1 }]);
+    b.save();
+    // The container's root must reach the rootfs itself.
+    for dir in [env.tmp.path(), b.dir.as_path()] {
+        fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let id = unique_id("eacces");
+    let out = env.run(&["run", "--bundle", b.path(), &id]);
+    assert_one_line_error(
+        &out,
+        &format!(
+            "mounts[3] (bind {0} on /data): canonicalize \"{0}\": Permission denied (EACCES, os error 13)",
+            src.display()
+        ),
+    );
+    assert_clean(&env, &id);
+}
+
+/// A root `sandbox --workdir D` with D owned by an unprivileged user but
+/// group root is refused for its group, not said to be "owned by root".
+#[test]
+fn workdir_in_group_root_is_refused_naming_the_group() {
+    let env = Env::new();
+    let dir = env.nobody_workdir();
+    nix::unistd::chown(&dir, Some(65534.into()), Some(0.into())).unwrap();
+    let out = sandbox(&env, &["--workdir", dir.to_str().unwrap()], &["/bin/true"]);
+    assert_one_line_error(&out, "owned by uid 65534 but group root (gid 0)");
+    assert!(
+        !stderr_of(&out).contains("owned by root"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert_clean(&env, "sandbox");
+}
+
+/// A read-only bind runsbx makes itself (its source is out of reach of the
+/// container's root, prebind.rs) and cannot: one line naming the mount, the
+/// step and the errno, and nothing left (no state, no mount on the host).
+#[test]
+fn failed_prebind_names_the_mount_the_step_and_the_errno() {
+    let env = Env::new();
+    let private = env.tmp.path().join("private");
+    fs::create_dir_all(private.join("dir")).unwrap();
+    fs::set_permissions(
+        &private,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let mut b = env.bundle("b", &["true"]);
+    // /bin/busybox is a file: no directory can be made below it.
+    b.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "destination": "/bin/busybox/x", "type": "bind", "source": private.join("dir"),
+            "options": ["rbind", "ro"]
+        }));
+    b.config["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({ "type": "user" }));
+    for key in ["uidMappings", "gidMappings"] {
+        b.config["linux"][key] =
+            serde_json::json!([{ "containerID": 0, "hostID": 65534, "size": 1 }]);
+    }
+    b.save();
+    fs::set_permissions(
+        env.tmp.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    for cmd in ["create", "run"] {
+        let id = unique_id("prebind");
+        let out = env.run(&[cmd, "--bundle", b.path(), &id]);
+        assert_one_line_error(
+            &out,
+            &format!(
+                "mounts[3] (bind {} on /bin/busybox/x): mount point in the rootfs: Not a directory (ENOTDIR)",
+                private.join("dir").display()
+            ),
+        );
+        assert_clean(&env, &id);
+    }
+    let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains(b.path()), "a mount is left on the host");
+}

@@ -2,7 +2,11 @@
 //! `--help` (and in `<command> --help` for every command) has an entry in the
 //! man page, in the section of its command, in the order the CLI declares it;
 //! and every entry names a flag that exists (hidden runc-compat flags are
-//! marked "(hidden)" in their heading). Needs no root: it only asks for help.
+//! marked "(hidden)" in their heading). Those tests need no root: they only
+//! ask for help.
+//!
+//! Keeps README.md honest too: `readme_commands_do_what_the_readme_says`
+//! runs its two commands and every tour line (tests/readme/mod.rs), as root.
 //!
 //! The page's shape this test relies on:
 //!   `## GLOBAL OPTIONS`, then one `### ` heading per global flag;
@@ -10,6 +14,9 @@
 //!   `#### ` heading per flag of that command.
 //! A heading may name several spellings (`-b`, `--bundle`); the long names
 //! are what is compared.
+
+mod common;
+mod readme;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -301,4 +308,187 @@ fn man_page_mirrors_the_flags() {
         "docs/runsbx.1.md does not match `runsbx --help`:\n  {}",
         problems.join("\n  ")
     );
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The tracked files of the checkout (what a fresh clone has, with this
+/// tree's uncommitted changes), copied to `dest`.
+fn copy_tree(dest: &Path) {
+    let files = Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(repo())
+        .output()
+        .expect("git ls-files");
+    assert!(files.status.success(), "git ls-files failed: not a clone?");
+    for name in files.stdout.split(|b| *b == 0).filter(|n| !n.is_empty()) {
+        let rel = Path::new(std::str::from_utf8(name).unwrap());
+        let (from, to) = (repo().join(rel), dest.join(rel));
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        let meta = std::fs::symlink_metadata(&from).unwrap();
+        if meta.file_type().is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&from).unwrap(), &to).unwrap();
+        } else if meta.is_file() {
+            std::fs::copy(&from, &to).unwrap();
+        }
+    }
+}
+
+fn install(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::copy(from, to)
+        .unwrap_or_else(|e| panic!("{} -> {}: {e}", from.display(), to.display()));
+    std::fs::set_permissions(to, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+}
+
+/// The README's two commands (but for installing and building, and the
+/// whole suite, which is what runs this) and every line of its tour, as a
+/// script, as root without sudo, in a copy of the tree under a 0700
+/// directory (a clone in /root). The script runs in a private mount
+/// namespace with fresh tmpfs on /tmp, /srv and /run/runsbx (the tour's own
+/// paths and runsbx's default --root), so it neither meets nor leaves
+/// anything on the host. Then the sandbox one-liner as an ordinary user,
+/// as the README says it works.
+#[test]
+fn readme_commands_do_what_the_readme_says() {
+    common::require_root();
+    let text = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let lines = readme::readme_lines(&text);
+    assert!(
+        lines.len() > 20,
+        "found only {} README lines: {lines:?}",
+        lines.len()
+    );
+    for must in [".ci/run", "hack/setup-ci", "cargo build --release"] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.command.split(" && ").any(|p| p == must)),
+            "README no longer says `{must}`: update tests/readme"
+        );
+    }
+    // What the skipped commands are: .ci/run is setup-ci then hack/test.
+    let ci = std::fs::read_to_string(repo().join(".ci/run")).unwrap();
+    assert!(
+        ci.contains("hack/setup-ci\n") && ci.contains("hack/test \"$@\""),
+        "{ci}"
+    );
+
+    let top = tempfile::Builder::new()
+        .prefix("runsbx-readme-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let clone = top.path().join("runsbx");
+    copy_tree(&clone);
+    let bin = clone.join("target/x86_64-unknown-linux-gnu/release/runsbx");
+    install(&common::runsbx_bin(), &bin);
+    install(
+        &common::probe_bin(),
+        &clone.join("target/probe/runsbx-probe"),
+    );
+    let script = top.path().join("readme.sh");
+    std::fs::write(&script, readme::script(&lines, &bin)).unwrap();
+
+    for d in ["/srv", "/run/runsbx"] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let out = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "--", "bash", "-c"])
+        .arg(
+            "mount -t tmpfs -o mode=1777 tmpfs /tmp && mount -t tmpfs -o mode=0755 tmpfs /srv \
+             && mount -t tmpfs -o mode=0700 tmpfs /run/runsbx && exec bash \"$0\"",
+        )
+        .arg(&script)
+        .current_dir(&clone)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("unshare");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the README's commands as a script:\n{err}"
+    );
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !mounts.contains(top.path().to_str().unwrap()),
+        "a mount of the copy is left on the host"
+    );
+
+    // As an ordinary user: the one-liner, with a copy of the binary it may run.
+    let user = std::env::var("RUNSBX_ROOTLESS_USER").unwrap_or_else(|_| "runsbx-ci".into());
+    let line = lines
+        .iter()
+        .find(|l| l.command.contains(" sandbox -- python3 -c "))
+        .expect("the sandbox one-liner");
+    let open_dir = tempfile::Builder::new()
+        .prefix("runsbx-readme-bin-")
+        .tempdir()
+        .unwrap();
+    std::fs::set_permissions(
+        open_dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let user_bin = open_dir.path().join("runsbx");
+    install(&bin, &user_bin);
+    let command = line.command.replace(
+        "target/x86_64-unknown-linux-gnu/release/runsbx",
+        user_bin.to_str().unwrap(),
+    );
+    let out = Command::new("runuser")
+        .args([
+            "-u",
+            &user,
+            "--",
+            "env",
+            "-i",
+            "PATH=/usr/local/bin:/usr/bin:/bin",
+            "LANG=C.UTF-8",
+        ])
+        .args(["bash", "-c", &format!("cd / && {command}")])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("runuser");
+    assert!(
+        out.status.success(),
+        "as {user} (missing? run hack/setup-ci): {command}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want = line
+        .prints
+        .as_deref()
+        .expect("the one-liner says what it prints");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(want),
+        "as {user}: {command} printed {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn readme_lines_are_parsed_as_commands() {
+    let text = "## The two commands\n```sh\na && b   # prints \"x y\"\n```\ntext\n\
+                ## A tour of the CLI\n```sh\n# only a comment\n$R one \\\n   two 3>/f\n```\n\
+                ## Layout\n```sh\nnot this\n```\n";
+    let lines = readme::readme_lines(text);
+    assert_eq!(
+        lines,
+        vec![
+            readme::Line {
+                number: 3,
+                command: "a && b".into(),
+                prints: Some("x y".into())
+            },
+            readme::Line {
+                number: 9,
+                command: "$R one two 3>/f".into(),
+                prints: None
+            },
+        ]
+    );
+    assert_eq!(readme::classify(" hack/setup-ci"), readme::Part::Installs);
+    assert_eq!(readme::classify(".ci/run"), readme::Part::WholeSuite);
+    assert_eq!(readme::classify("$R list"), readme::Part::Run("$R list"));
 }

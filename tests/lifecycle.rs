@@ -748,3 +748,105 @@ fn exec_refuses_without_the_containers_policy() {
     assert_one_line_error(&out, "not running without it");
     env.ok(&["delete", "--force", &id]);
 }
+
+/// Any bundle, not only a generated one: with a user namespace whose root is
+/// an unprivileged host user, read-only binds (a directory, recursive or
+/// not, and a file) from under a 0700 directory that user cannot search are
+/// made by runsbx as root before libcontainer forks; the container sees them
+/// read-only (EROFS, although the files belong to its root), the host sees
+/// no mount, and the mount points that were missing are created. `run` and
+/// a detached `create` + `start` alike.
+#[test]
+fn readonly_binds_out_of_reach_of_the_containers_root() {
+    let env = Env::new();
+    let private = env.tmp.path().join("private");
+    fs::create_dir_all(private.join("dir/sub")).unwrap();
+    fs::write(private.join("dir/sub/f"), "in-dir\n").unwrap();
+    fs::write(private.join("file"), "a-file\n").unwrap();
+    for p in ["dir", "dir/sub", "dir/sub/f", "file"] {
+        nix::unistd::chown(&private.join(p), Some(65534.into()), Some(65534.into())).unwrap();
+    }
+    let script = "cat /data/dir/sub/f /etc/the-file /rec/sub/f; \
+                  touch /data/dir/new 2>&1; touch /etc/the-file 2>&1; exit 0";
+    let mut b = env.bundle("b", &["sh", "-c", script]);
+    let ro = |src: std::path::PathBuf, dest: &str, bind: &str| {
+        serde_json::json!({"destination": dest, "type": "bind", "source": src,
+                           "options": [bind, "ro", "nosuid", "nodev"]})
+    };
+    let mounts = b.config["mounts"].as_array_mut().unwrap();
+    mounts.push(ro(private.join("dir"), "/data/dir", "bind"));
+    mounts.push(ro(private.join("file"), "/etc/the-file", "bind"));
+    mounts.push(ro(private.join("dir"), "/rec", "rbind"));
+    b.config["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({ "type": "user" }));
+    for key in ["uidMappings", "gidMappings"] {
+        b.config["linux"][key] =
+            serde_json::json!([{ "containerID": 0, "hostID": 65534, "size": 1 }]);
+    }
+    b.save();
+    for dir in [env.tmp.path(), b.dir.as_path()] {
+        fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    fs::set_permissions(
+        &private,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let want = "in-dir\na-file\nin-dir\n\
+                touch: /data/dir/new: Read-only file system\n\
+                touch: /etc/the-file: Read-only file system\n";
+
+    let id = unique_id("prebind");
+    let out = env.run(&["run", "--bundle", b.path(), &id]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), want);
+    // runsbx created the missing mount points, owned by the container's root.
+    let made = fs::metadata(b.dir.join("rootfs/etc/the-file")).unwrap();
+    assert_eq!(std::os::unix::fs::MetadataExt::uid(&made), 65534);
+
+    let id = unique_id("prebind-cs");
+    let log = env.tmp.path().join("cs.out");
+    let status = env
+        .cmd()
+        .args(["create", "--bundle", b.path(), &id])
+        .stdout(fs::File::create(&log).unwrap())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    env.ok(&["start", &id]);
+    env.wait_status(&id, "stopped");
+    env.ok(&["delete", &id]);
+    assert_eq!(fs::read_to_string(&log).unwrap(), want);
+
+    // Locked in the container's user namespace: even with CAP_SYS_ADMIN
+    // there, its root cannot make the bind writable, unmount it (EINVAL) or
+    // drop nosuid.
+    let bb = "/bin/busybox";
+    b.config["process"]["args"] = serde_json::json!([
+        "sh",
+        "-c",
+        format!(
+            "{bb} mount -o remount,bind,rw /data/dir 2>&1; {bb} umount /data/dir 2>&1; \
+         {bb} mount -o remount,bind,ro,suid,nodev /data/dir 2>&1; exit 0"
+        )
+    ]);
+    for set in ["bounding", "effective", "permitted"] {
+        b.config["process"]["capabilities"][set] = serde_json::json!(["CAP_SYS_ADMIN"]);
+    }
+    b.save();
+    let id = unique_id("prebind-lock");
+    let out = env.run(&["run", "--bundle", b.path(), &id]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "mount: permission denied (are you root?)\n\
+         umount: can't unmount /data/dir: Invalid argument\n\
+         mount: permission denied (are you root?)\n"
+    );
+
+    let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains(b.path()), "a bind is left on the host");
+    assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
+}

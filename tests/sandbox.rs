@@ -453,3 +453,103 @@ fn a_sandbox_without_limits_has_no_cgroup() {
     }
     assert_nothing_left(&env);
 }
+
+/// The first directory above `path` that only its owner may search, if any.
+fn private_ancestor(path: &Path) -> Option<std::path::PathBuf> {
+    path.ancestors()
+        .skip(1)
+        .find(|d| fs::metadata(d).is_ok_and(|m| m.mode() & 0o011 == 0))
+        .map(Path::to_path_buf)
+}
+
+/// `gen` then `run`, and `gen` then `create`/`start`, of `python` with a
+/// program that prints where its interpreter lives and whether that mount is
+/// read-only, nosuid and nodev; both must print it and exit 0 with nothing
+/// left behind (state, mounts on the host).
+fn gen_and_run(env: &Env, python: &str) -> String {
+    let wd = workdir(env);
+    let prog = env.tmp.path().join("where.py");
+    fs::write(
+        &prog,
+        "import os, sys\nf = os.statvfs(sys.executable).f_flag\n\
+         print(sys.executable, 'ro' if f & 1 else 'rw', 'nosuid' if f & 2 else '', 'nodev' if f & 4 else '')\n",
+    )
+    .unwrap();
+    let bundle = env.tmp.path().join(format!("gen-{}", unique_id("b")));
+    let mut gen = env.cmd();
+    gen.args(["gen", "--workdir", &wd, "--ro"])
+        .arg(&prog)
+        .arg("-o")
+        .arg(&bundle)
+        .args(["--", python])
+        .arg(&prog);
+    let out = env.run_cmd(&mut gen);
+    assert!(out.status.success(), "gen: {}", stderr_of(&out));
+    let b = bundle.to_str().unwrap();
+    let id = unique_id("genrun");
+    let out = env.run(&["run", "--bundle", b, &id]);
+    assert!(out.status.success(), "run: {}", stderr_of(&out));
+    let printed = stdout(&out);
+    let id = unique_id("gencs");
+    env.ok(&["create", "--bundle", b, &id]);
+    // The create's runsbx is gone; the container holds its binds alone.
+    env.ok(&["start", &id]);
+    env.wait_status(&id, "stopped");
+    env.ok(&["delete", &id]);
+    assert_nothing_left(env);
+    let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !mounts.contains(b),
+        "a mount in the generated bundle is left on the host"
+    );
+    printed
+}
+
+/// The issue's case: python3 on PATH lives under a 0700 home (a pyenv build
+/// under /root here). gen writes plain binds of it; the container's root
+/// (host nobody) cannot reach them, so runsbx makes them itself as root.
+#[test]
+fn gen_then_run_with_the_interpreter_under_a_private_home() {
+    let env = Env::new();
+    let out = Command::new("python3")
+        .args(["-I", "-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    let exe = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let printed = gen_and_run(&env, "python3");
+    let dir = Path::new(&exe).parent().unwrap().display().to_string();
+    assert!(
+        printed.starts_with(&format!("{dir}/")) && printed.ends_with(" ro nosuid nodev\n"),
+        "{printed}"
+    );
+    if which_python_under_root() {
+        assert!(
+            private_ancestor(Path::new(&exe)).is_some(),
+            "{exe}: expected a 0700 directory above it on this machine"
+        );
+    }
+}
+
+/// The same with a virtualenv in a 0700 home of our own (independent of
+/// the machine's Python): its interpreter is a symlink into /usr, its
+/// prefix and site-packages are under the private directory.
+#[test]
+fn gen_then_run_with_a_venv_under_a_private_home() {
+    let env = Env::new();
+    require_file("/usr/bin/python3", "python3");
+    let home = env.tmp.path().join("home");
+    fs::create_dir_all(&home).unwrap();
+    let venv = home.join("venv");
+    let made = Command::new("/usr/bin/python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(made.success(), "python3 -m venv");
+    for (dir, mode) in [(env.tmp.path(), 0o755), (home.as_path(), 0o700)] {
+        fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
+    }
+    let python = venv.join("bin/python3");
+    let printed = gen_and_run(&env, python.to_str().unwrap());
+    assert_eq!(printed, format!("{} ro nosuid nodev\n", python.display()));
+}

@@ -307,6 +307,94 @@ fn a_symlinked_mount_destination_stays_inside_the_rootfs() {
     host_untouched();
 }
 
+/// The same attack on the binds runsbx makes itself, as host root, before
+/// libcontainer forks (prebind.rs: a read-only bind whose source the
+/// container's root cannot reach): the destination `/evil/x` goes through
+/// `/evil -> /../../../../tmp/<host dir>`. runsbx resolves it inside the
+/// rootfs (openat2 RESOLVE_IN_ROOT) or refuses; the host directory gets
+/// neither a mount nor an entry.
+#[test]
+fn a_symlinked_destination_of_a_bind_runsbx_makes_stays_inside_the_rootfs() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    let host = tempfile::Builder::new()
+        .prefix("runsbx-escape-target-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let host_name = host
+        .path()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let private = env.tmp.path().join("private");
+    fs::create_dir_all(private.join("src")).unwrap();
+    fs::write(private.join("src/marker"), "from-the-bind\n").unwrap();
+    fs::set_permissions(
+        &private,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    fs::set_permissions(
+        env.tmp.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let mut b = env.bundle("b", &["cat", "/evil/x/marker"]);
+    let mounts = b.config["mounts"].as_array_mut().unwrap();
+    // The base config's /tmp tmpfs would hide the in-rootfs target.
+    mounts.retain(|m| m["destination"] != "/tmp");
+    mounts.push(json!({
+        "destination": "/evil/x", "type": "bind", "source": private.join("src"),
+        "options": ["rbind", "ro", "nosuid", "nodev"]
+    }));
+    b.config["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "type": "user" }));
+    for key in ["uidMappings", "gidMappings"] {
+        b.config["linux"][key] = json!([{ "containerID": 0, "hostID": 65534, "size": 1 }]);
+    }
+    b.save();
+    symlink(
+        format!("/../../../../tmp/{host_name}"),
+        b.dir.join("rootfs/evil"),
+    )
+    .unwrap();
+    let host_untouched = || {
+        let entries: Vec<_> = fs::read_dir(host.path()).unwrap().flatten().collect();
+        assert!(entries.is_empty(), "host dir gained {entries:?}");
+        let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
+        assert!(!mounts.contains(&host_name), "a mount appeared on the host");
+    };
+
+    // 1. The target is missing inside the rootfs: runsbx will not make a
+    //    directory through the symlink; refused, one line.
+    let id = unique_id("presym");
+    let out = env.run(&["run", "--bundle", b.path(), &id]);
+    assert_one_line_error(&out, "mounts[2] (bind ");
+    assert_one_line_error(
+        &out,
+        "on /evil/x): mount point in the rootfs: a symlink on the way leads nowhere inside it",
+    );
+    host_untouched();
+    assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
+
+    // 2. It exists inside the rootfs: resolved there, the bind lands in it.
+    let inside = b.dir.join("rootfs/tmp").join(&host_name);
+    fs::create_dir_all(&inside).unwrap();
+    let id = unique_id("presym");
+    let out = env.run(&["run", "--bundle", b.path(), &id]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(stdout(&out), "from-the-bind\n");
+    assert!(
+        inside.join("x").is_dir(),
+        "the mount point was made in the rootfs"
+    );
+    host_untouched();
+}
+
 // ---- CVE-2019-5736: overwriting the runtime through /proc/<pid>/exe ----
 
 /// CVE-2019-5736 through `exec`: its processes join a running container,

@@ -129,16 +129,19 @@ pub fn host_ids(
         return Ok(invoker);
     }
     // A workdir group of 0 would make the workload's group host root.
-    if workdir_owner.0 == 0 || workdir_owner.1 == 0 {
-        return Err(BundleError::Workdir {
-            path: workdir.to_path_buf(),
-            reason: format!(
-                "owned by root, and the workload never runs as host root; \
-                 give it to an unprivileged user (e.g. chown {NOBODY}:{NOBODY}) or omit --workdir"
-            ),
-        });
-    }
-    Ok(workdir_owner)
+    let owned = match workdir_owner {
+        (0, 0) => "owned by root".to_string(),
+        (0, g) => format!("owned by root (uid 0, gid {g})"),
+        (u, 0) => format!("owned by uid {u} but group root (gid 0)"),
+        _ => return Ok(workdir_owner),
+    };
+    Err(BundleError::Workdir {
+        path: workdir.to_path_buf(),
+        reason: format!(
+            "{owned}, and the workload never runs as host root; \
+             give it to an unprivileged user (e.g. chown {NOBODY}:{NOBODY}) or omit --workdir"
+        ),
+    })
 }
 
 /// Refuses a workdir that would expose or make writable what must stay

@@ -218,8 +218,14 @@ fn host_ids_table() {
     );
     let e = host_ids((0, 0), wd, (0, 5)).unwrap_err().to_string();
     assert!(e.starts_with("--workdir /w: owned by root"), "{e}");
-    // Group root alone would make the workload's group host root.
-    assert!(host_ids((0, 0), wd, (1000, 0)).is_err());
+    // Group root alone would make the workload's group host root; the
+    // refusal names the group, not the (unprivileged) owner.
+    let e = host_ids((0, 0), wd, (NOBODY, 0)).unwrap_err().to_string();
+    assert!(
+        e.starts_with("--workdir /w: owned by uid 65534 but group root (gid 0)"),
+        "{e}"
+    );
+    assert!(!e.contains("owned by root"), "{e}");
 }
 
 #[test]

@@ -291,6 +291,35 @@ impl Runtime {
             crate::premount::without_cgroups()?;
             tracing::debug!("{}: needs no cgroup; running without one", opts.id);
         }
+        // Root, a user namespace: the read-only binds the container's root
+        // could not make itself, made by runsbx (see prebind.rs). Held until
+        // libcontainer has read the config and forked.
+        let binds = match rootless {
+            true => Vec::new(),
+            false => crate::prebind::plan(&bundle.spec, &bundle.dir),
+        };
+        let _prebound = match crate::prebind::container_root(&bundle.spec) {
+            Some(owner) if !binds.is_empty() => {
+                crate::prebind::apply(&bundle.rootfs(), &binds, owner)?;
+                for b in &binds {
+                    tracing::debug!(
+                        "{}: mounts[{}] ({} on {}): bound by runsbx, out of reach of uid {}",
+                        opts.id,
+                        b.index,
+                        b.source.display(),
+                        b.destination.display(),
+                        owner.0
+                    );
+                }
+                Some(crate::rootless::ConfigView::over(
+                    &bundle.dir,
+                    &crate::prebind::without(&bundle.raw, &binds),
+                    &self.root,
+                    &opts.id,
+                )?)
+            }
+            _ => None,
+        };
         let report = match opts.foreground {
             true => PendingReport::pipe()?,
             false => PendingReport::new(&self.root, &opts.id)?,
@@ -305,7 +334,13 @@ impl Runtime {
             resolved: Default::default(),
             dumpable: rootless,
         };
+        // libcontainer brings init's errors back as their first line only
+        // ("failed to prepare rootfs"); what its children logged names the
+        // mount, the path and the errno (initlog.rs).
+        let capture = crate::initlog::Capture::start();
         let built = self.build_init(&opts, &bundle, executor);
+        let notes = capture.map(|c| c.finish()).unwrap_or_default();
+        let built = built.map_err(|e| with_notes(e, &notes, &bundle.spec));
         let container = match built {
             Ok(c) => c,
             Err(e) => {
@@ -1008,6 +1043,30 @@ impl Runtime {
             .build()
             .map_err(lc)
     }
+}
+
+/// A libcontainer error with the detail its forked processes logged (see
+/// initlog.rs), when they logged any the message lacks.
+fn with_notes(
+    err: RuntimeError,
+    notes: &[String],
+    spec: &libcontainer::oci_spec::runtime::Spec,
+) -> RuntimeError {
+    if !matches!(err, RuntimeError::Libcontainer { .. }) {
+        return err;
+    }
+    let Some(detail) = crate::initlog::describe(notes, spec) else {
+        return err;
+    };
+    let text = err.to_string();
+    // A message that carries its errno already, or that the innermost note
+    // only wraps (an exec that failed in init), says what the notes would;
+    // a failed mount is always named.
+    let repeats = text.contains("(os error ") || notes.first().is_some_and(|n| n.contains(&text));
+    if text.contains(&detail) || (!detail.starts_with("mounts[") && repeats) {
+        return err;
+    }
+    RuntimeError::Init(format!("{text}: {detail}"))
 }
 
 /// libcontainer rewrites state.json in place (truncate, then write), so a

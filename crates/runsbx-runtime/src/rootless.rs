@@ -446,8 +446,21 @@ impl ConfigView {
             None => cgroup_path(id),
         };
         raw["linux"]["cgroupsPath"] = serde_json::Value::String(path);
+        Self::over(bundle_dir, &raw, state_root, id)
+    }
+
+    /// Shows libcontainer `raw` as the bundle's config.json, through a bind
+    /// that must be made in a private mount namespace of this process (the
+    /// shim, or the one of prebind.rs). The copy is named so that
+    /// `remove_stale_reports` removes it when its process died half-way.
+    pub fn over(
+        bundle_dir: &Path,
+        raw: &serde_json::Value,
+        state_root: &Path,
+        id: &str,
+    ) -> Result<Self> {
         let copy = state_root.join(format!(".{id}.{}.config.json", std::process::id()));
-        let text = serde_json::to_vec(&raw).map_err(|e| RuntimeError::Spec(e.to_string()))?;
+        let text = serde_json::to_vec(raw).map_err(|e| RuntimeError::Spec(e.to_string()))?;
         fs::write(&copy, text)
             .map_err(|e| RuntimeError::io(format!("write {}", copy.display()), e))?;
         let target = bundle_dir.join("config.json");
@@ -455,7 +468,7 @@ impl ConfigView {
         mount::<Path, Path, str, str>(Some(&view.copy), &view.target, None, MsFlags::MS_BIND, None)
             .map_err(|e| {
                 RuntimeError::sys(
-                    format!("rootless: bind config view over {}", view.target.display()),
+                    format!("bind config view over {}", view.target.display()),
                     e,
                 )
             })?;

@@ -4,7 +4,8 @@
 //!
 //! Without `--debug`, only warnings and errors are kept, and libcontainer's
 //! own events are dropped: they repeat, less clearly, the one error line
-//! runsbx prints itself.
+//! runsbx prints itself. Its errors still reach runsbx_runtime::initlog,
+//! which is how that line names a mount that failed in init.
 
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
@@ -102,10 +103,23 @@ struct TracingLayer(&'static Logger);
 impl TracingLayer {
     /// Events only (no span is ever shown); without `--debug`, runsbx's own
     /// warnings and errors only.
-    fn wants(&self, meta: &Metadata<'_>) -> bool {
+    fn shows(&self, meta: &Metadata<'_>) -> bool {
         meta.is_event()
             && (self.0.debug
                 || (meta.target().starts_with("runsbx") && *meta.level() <= Level::WARN))
+    }
+
+    /// libcontainer's errors, shown or not, also go to
+    /// runsbx_runtime::initlog: in its forked processes they are the only
+    /// record of why a create failed (see initlog.rs).
+    fn notes(meta: &Metadata<'_>) -> bool {
+        meta.is_event()
+            && *meta.level() == Level::ERROR
+            && meta.target().starts_with("libcontainer")
+    }
+
+    fn wants(&self, meta: &Metadata<'_>) -> bool {
+        self.shows(meta) || Self::notes(meta)
     }
 }
 
@@ -132,12 +146,19 @@ impl<S: Subscriber> Layer<S> for TracingLayer {
     }
 
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        if !self.wants(event.metadata()) {
+        let meta = event.metadata();
+        let (shows, notes) = (self.shows(meta), Self::notes(meta));
+        if !shows && !notes {
             return;
         }
         let mut v = MessageVisitor(String::new());
         event.record(&mut v);
-        self.0.write(*event.metadata().level(), v.0.trim());
+        if notes {
+            runsbx_runtime::initlog::note(v.0.trim());
+        }
+        if shows {
+            self.0.write(*meta.level(), v.0.trim());
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! Raw descriptor helpers.
-use std::os::fd::{BorrowedFd, RawFd};
+use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
 
 /// Borrows a descriptor number that the caller knows to be open for the
 /// rest of the process's life (an fd inherited across fork until exec).
@@ -7,6 +7,15 @@ pub fn borrow(fd: RawFd) -> BorrowedFd<'static> {
     // SAFETY: callers pass only descriptors they hold open until exec or
     // exit; a closed number would make writes fail with EBADF, not UB.
     unsafe { BorrowedFd::borrow_raw(fd) }
+}
+
+/// Owns a descriptor that a successful nix 0.29 open/openat/openat2 just
+/// returned as a bare number, so that it is closed on every path.
+pub fn own(fd: RawFd) -> OwnedFd {
+    use std::os::fd::FromRawFd;
+    // SAFETY: the caller passes a descriptor the kernel has just opened for
+    // it, which nothing else holds or closes.
+    unsafe { OwnedFd::from_raw_fd(fd) }
 }
 
 /// libcontainer 0.7 re-points stdio that was /dev/null on the host at the

@@ -3,6 +3,7 @@
 pub mod audit;
 pub mod fds;
 pub mod landlock;
+pub mod mountapi;
 pub mod pidfd;
 pub mod sealed_exe;
 pub mod seccomp;

@@ -1,0 +1,349 @@
+//! Read-only bind mounts that root's runsbx makes itself, before
+//! libcontainer forks, for a container with a user namespace.
+//!
+//! Why: libcontainer makes a bundle's mounts in the container's init, after
+//! it entered the user namespace, as the container's root: an unprivileged
+//! host user (nobody, for a generated bundle). A bind whose source lies
+//! under a directory that user may not search (a pyenv Python under /root,
+//! mode 0700) fails there with EACCES ("failed to canonicalize"), although
+//! root asked for it and the container would only see it read-only. So, for
+//! a create by root, each read-only bind whose source the container's root
+//! cannot reach is made by runsbx as root, in a private mount namespace of
+//! the runsbx process, on its mount point inside the bundle's rootfs; the
+//! config libcontainer reads (a view bound over config.json in the same
+//! namespace, rootless.rs' ConfigView) no longer lists it. libcontainer binds
+//! the rootfs recursively and init's mount namespace is a copy of ours, so
+//! the container sees it in place; nothing appears on the host (the mounts
+//! live in namespaces only runsbx and the container hold) and nothing is
+//! left when both are gone. `sandbox` builds its own bundle the same way
+//! (premount.rs); this makes a bundle from `gen`, or any other, run alike.
+//!
+//! Stops nothing more and nothing less than the config's binds would: the
+//! same source, destination and flags (read-only, and the bind's own
+//! nosuid/nodev/noexec); inside the container's user namespace the mounts
+//! are locked (they come from a more privileged mount namespace), so the
+//! workload cannot unmount them, make them writable or drop nosuid/nodev.
+//! Only plain read-only binds qualify (any other option stays with
+//! libcontainer, and fails there as before, with its cause: initlog.rs),
+//! and only when no mount earlier in the list covers the destination
+//! (libcontainer's later mount would hide it). The mount point is resolved
+//! with openat2(RESOLVE_IN_ROOT): a symlink in the rootfs cannot aim root's
+//! mount outside it; the bind is cloned detached (open_tree), made
+//! read-only (mount_setattr) and only then attached on that descriptor
+//! (move_mount): it is never writable, and nothing is looked up twice. A
+//! bind that cannot be made fails the create (closed).
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+
+use libcontainer::oci_spec::runtime::{LinuxIdMapping, LinuxNamespaceType, Mount, Spec};
+use nix::fcntl::{openat2, OFlag, OpenHow, ResolveFlag};
+use nix::mount::{mount, MsFlags};
+use nix::sched::{unshare, CloneFlags};
+use nix::sys::stat::Mode;
+
+use crate::error::{Result, RuntimeError};
+
+/// One bind runsbx makes: `mounts[index]` of the config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreBind {
+    pub index: usize,
+    /// As spelled in the config, for messages.
+    pub source: PathBuf,
+    /// The source resolved by root.
+    pub real: PathBuf,
+    pub destination: PathBuf,
+    pub recursive: bool,
+    /// The bind's flags: MS_RDONLY plus its own MS_NOSUID, MS_NODEV,
+    /// MS_NOEXEC (set as MOUNT_ATTR_* before the bind is attached).
+    pub flags: MsFlags,
+    pub is_dir: bool,
+}
+
+/// The binds of `spec` runsbx must make itself, in the config's order. None
+/// unless the spec has a new user namespace whose root is not host root.
+pub fn plan(spec: &Spec, bundle_dir: &Path) -> Vec<PreBind> {
+    let Some((uid, gid)) = container_root(spec) else {
+        return Vec::new();
+    };
+    let mounts: &[Mount] = spec.mounts().as_deref().unwrap_or(&[]);
+    let mut out: Vec<PreBind> = Vec::new();
+    for (index, m) in mounts.iter().enumerate() {
+        let Some(flags) = readonly_bind_flags(m) else {
+            continue;
+        };
+        let Some(source) = m.source().as_ref() else {
+            continue;
+        };
+        let source = match source.is_absolute() {
+            true => source.clone(),
+            false => bundle_dir.join(source),
+        };
+        // Missing or unresolvable even for root: libcontainer reports it.
+        let Ok(real) = std::fs::canonicalize(&source) else {
+            continue;
+        };
+        if reachable(&source, uid, gid) && reachable(&real, uid, gid) {
+            continue;
+        }
+        // A mount earlier in the list on the destination or above it is
+        // made after ours by libcontainer and would hide it.
+        let dest = normalize(m.destination());
+        let covered = mounts[..index]
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !out.iter().any(|p| p.index == *i))
+            .any(|(_, earlier)| dest.starts_with(normalize(earlier.destination())));
+        if covered {
+            continue;
+        }
+        let recursive = m
+            .options()
+            .as_ref()
+            .is_some_and(|o| o.iter().any(|x| x == "rbind"));
+        out.push(PreBind {
+            index,
+            source,
+            is_dir: real.is_dir(),
+            real,
+            destination: dest,
+            recursive,
+            flags,
+        });
+    }
+    out
+}
+
+/// Host (uid, gid) of the container's root, when the spec asks for a new
+/// user namespace and that root is not host root.
+pub fn container_root(spec: &Spec) -> Option<(u32, u32)> {
+    let linux = spec.linux().as_ref()?;
+    let userns = linux
+        .namespaces()
+        .as_ref()?
+        .iter()
+        .find(|n| n.typ() == LinuxNamespaceType::User)?;
+    if userns.path().is_some() {
+        return None;
+    }
+    let host = |maps: &Option<Vec<LinuxIdMapping>>| {
+        maps.as_ref()?
+            .iter()
+            .find(|m| m.container_id() == 0 && m.size() > 0)
+            .map(|m| m.host_id())
+    };
+    let uid = host(linux.uid_mappings())?;
+    let gid = host(linux.gid_mappings())?;
+    (uid != 0).then_some((uid, gid))
+}
+
+/// The remount flags of a plain read-only bind; `None` for anything else
+/// (another type, not read-only, or an option runsbx does not reproduce).
+fn readonly_bind_flags(m: &Mount) -> Option<MsFlags> {
+    let opts: &[String] = m.options().as_deref().unwrap_or(&[]);
+    let is_bind =
+        m.typ().as_deref() == Some("bind") || opts.iter().any(|o| o == "bind" || o == "rbind");
+    if !is_bind || !opts.iter().any(|o| o == "ro") {
+        return None;
+    }
+    let mut flags = MsFlags::MS_RDONLY;
+    for o in opts {
+        match o.as_str() {
+            "bind" | "rbind" | "ro" | "private" | "rprivate" => {}
+            "nosuid" => flags |= MsFlags::MS_NOSUID,
+            "nodev" => flags |= MsFlags::MS_NODEV,
+            "noexec" => flags |= MsFlags::MS_NOEXEC,
+            _ => return None,
+        }
+    }
+    Some(flags)
+}
+
+/// Whether host `uid`:`gid` (with no supplementary group) may search every
+/// directory above `path`. Conservative: a false "no" only means runsbx
+/// makes a bind libcontainer could have made.
+fn reachable(path: &Path, uid: u32, gid: u32) -> bool {
+    path.ancestors().skip(1).all(|dir| {
+        let Ok(meta) = std::fs::metadata(dir) else {
+            return false;
+        };
+        let mode = meta.mode();
+        let bit = if meta.uid() == uid {
+            0o100
+        } else if meta.gid() == gid {
+            0o010
+        } else {
+            0o001
+        };
+        mode & bit != 0
+    })
+}
+
+/// `/a/./b/` -> `/a/b` (lexically; `..` is refused by validation before).
+fn normalize(p: &Path) -> PathBuf {
+    p.components()
+        .filter(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+        .collect()
+}
+
+/// Moves runsbx into a private mount namespace (nothing propagates back to
+/// the host) and makes `binds` under `rootfs`. Mount points that do not
+/// exist are created, owned by the container's root, as libcontainer would.
+pub fn apply(rootfs: &Path, binds: &[PreBind], owner: (u32, u32)) -> Result<()> {
+    unshare(CloneFlags::CLONE_NEWNS)
+        .map_err(|e| RuntimeError::sys("unshare mount namespace", e))?;
+    mount::<str, str, str, str>(None, "/", None, MsFlags::MS_REC | MsFlags::MS_SLAVE, None)
+        .map_err(|e| RuntimeError::sys("make / a slave mount", e))?;
+    let root = open_dir(rootfs)?;
+    for b in binds {
+        let ctx = |what: &str| {
+            format!(
+                "mounts[{}] (bind {} on {}): {what}",
+                b.index,
+                b.source.display(),
+                b.destination.display()
+            )
+        };
+        let rel = b.destination.strip_prefix("/").unwrap_or(&b.destination);
+        let target = mountpoint(&root, rel, b.is_dir, owner).map_err(|e| match e {
+            // mkdir of a name that is there but did not resolve.
+            nix::errno::Errno::EEXIST => errno(
+                ctx("mount point in the rootfs: a symlink on the way leads nowhere inside it"),
+                e,
+            ),
+            e => errno(ctx("mount point in the rootfs"), e),
+        })?;
+        // The bind is made detached, made read-only, then attached on the
+        // mount point already resolved: it is never writable, and no second
+        // lookup could land the remount on another mount.
+        let tree = crate::sys::mountapi::clone_tree(&b.real, b.recursive)
+            .map_err(|e| io_errno(ctx("bind (made by runsbx as root)"), e))?;
+        crate::sys::mountapi::set_attr(&tree, mount_attr(b.flags))
+            .map_err(|e| io_errno(ctx("make the bind read-only"), e))?;
+        crate::sys::mountapi::attach(&tree, &target)
+            .map_err(|e| io_errno(ctx("attach the bind"), e))?;
+    }
+    Ok(())
+}
+
+/// The one error line of a failed bind: which mount, which step, the errno.
+fn errno(context: String, e: nix::Error) -> RuntimeError {
+    RuntimeError::Init(format!("{context}: {} ({e:?})", e.desc()))
+}
+
+fn io_errno(context: String, e: std::io::Error) -> RuntimeError {
+    match e.raw_os_error() {
+        Some(n) => errno(context, nix::errno::Errno::from_raw(n)),
+        None => RuntimeError::io(context, e),
+    }
+}
+
+/// MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC as MOUNT_ATTR_* bits.
+fn mount_attr(flags: MsFlags) -> u64 {
+    [
+        (MsFlags::MS_RDONLY, libc::MOUNT_ATTR_RDONLY),
+        (MsFlags::MS_NOSUID, libc::MOUNT_ATTR_NOSUID),
+        (MsFlags::MS_NODEV, libc::MOUNT_ATTR_NODEV),
+        (MsFlags::MS_NOEXEC, libc::MOUNT_ATTR_NOEXEC),
+    ]
+    .iter()
+    .filter(|(f, _)| flags.contains(*f))
+    .map(|(_, a)| a)
+    .fold(0, |acc, a| acc | a)
+}
+
+fn open_dir(path: &Path) -> Result<OwnedFd> {
+    let fd = nix::fcntl::open(
+        path,
+        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| RuntimeError::sys(format!("open rootfs {}", path.display()), e))?;
+    Ok(crate::sys::fds::own(fd))
+}
+
+/// `rel` under `root`, resolved as if `root` were `/` (symlinks in the
+/// rootfs stay in it), without magic links, as an O_PATH descriptor.
+fn in_root(root: &OwnedFd, rel: &Path, extra: OFlag) -> nix::Result<OwnedFd> {
+    let rel = match rel.as_os_str().is_empty() {
+        true => Path::new("."),
+        false => rel,
+    };
+    let how = OpenHow::new()
+        .flags(OFlag::O_PATH | OFlag::O_CLOEXEC | extra)
+        .resolve(ResolveFlag::RESOLVE_IN_ROOT | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+    openat2(root.as_raw_fd(), rel, how).map(crate::sys::fds::own)
+}
+
+/// The mount point `rel` under `root`, created when missing (directories
+/// 0755, a file 0644 for a file bind), owned by `owner`.
+fn mountpoint(root: &OwnedFd, rel: &Path, is_dir: bool, owner: (u32, u32)) -> nix::Result<OwnedFd> {
+    let mut at = PathBuf::new();
+    let count = rel.components().count();
+    for (i, c) in rel.components().enumerate() {
+        let last = i + 1 == count;
+        let parent = in_root(root, &at, OFlag::O_DIRECTORY)?;
+        at.push(c);
+        match in_root(root, &at, OFlag::empty()) {
+            Ok(fd) => {
+                if last {
+                    return Ok(fd);
+                }
+                continue;
+            }
+            Err(nix::errno::Errno::ENOENT) => {}
+            Err(e) => return Err(e),
+        }
+        let name = c.as_os_str();
+        if last && !is_dir {
+            let fd = nix::fcntl::openat(
+                Some(parent.as_raw_fd()),
+                name,
+                OFlag::O_CREAT
+                    | OFlag::O_EXCL
+                    | OFlag::O_WRONLY
+                    | OFlag::O_NOFOLLOW
+                    | OFlag::O_CLOEXEC,
+                Mode::from_bits_truncate(0o644),
+            )?;
+            drop(crate::sys::fds::own(fd));
+        } else {
+            nix::sys::stat::mkdirat(
+                Some(parent.as_raw_fd()),
+                name,
+                Mode::from_bits_truncate(0o755),
+            )?;
+        }
+        nix::unistd::fchownat(
+            Some(parent.as_raw_fd()),
+            name,
+            Some(owner.0.into()),
+            Some(owner.1.into()),
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )?;
+        if last {
+            return in_root(root, &at, OFlag::empty());
+        }
+    }
+    // An empty destination is the rootfs itself.
+    in_root(root, Path::new(""), OFlag::empty())
+}
+
+/// The config libcontainer is shown: `raw` without the mounts runsbx made.
+pub fn without(raw: &serde_json::Value, binds: &[PreBind]) -> serde_json::Value {
+    let mut raw = raw.clone();
+    if let Some(mounts) = raw["mounts"].as_array_mut() {
+        let mut i = 0;
+        mounts.retain(|_| {
+            let keep = !binds.iter().any(|b| b.index == i);
+            i += 1;
+            keep
+        });
+    }
+    raw
+}
+
+#[cfg(test)]
+#[path = "prebind_tests.rs"]
+mod tests;

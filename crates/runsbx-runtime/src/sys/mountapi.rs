@@ -1,0 +1,80 @@
+//! The new mount API (open_tree, mount_setattr, move_mount; Linux 5.12+):
+//! a bind whose flags are set before it is attached, to a mount point held
+//! by descriptor. Used for the read-only binds runsbx makes itself
+//! (prebind.rs): no moment at which the bind is writable, and no second
+//! path lookup between bind and remount that a changed rootfs could divert.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// A detached copy of the mount tree at `source` (the whole subtree with
+/// `recursive`, as `rbind`; its top mount only otherwise, as `bind`).
+pub fn clone_tree(source: &Path, recursive: bool) -> io::Result<OwnedFd> {
+    let path = CString::new(source.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let mut flags = libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC;
+    if recursive {
+        flags |= libc::AT_RECURSIVE as libc::c_uint;
+    }
+    // SAFETY: `path` is a NUL-terminated string that outlives the call; the
+    // kernel returns a new descriptor or -1, and no memory of ours is written.
+    let fd = unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, path.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor open_tree has just returned, owned by no one else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
+/// Sets `attr` (MOUNT_ATTR_* bits) on the top mount of the detached tree.
+pub fn set_attr(tree: &OwnedFd, attr: u64) -> io::Result<()> {
+    let mut a: libc::mount_attr = unsafe_zeroed();
+    a.attr_set = attr;
+    let empty = c"";
+    // SAFETY: `a` and `empty` are valid for the call and its size is passed;
+    // the kernel only reads them.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            tree.as_raw_fd(),
+            empty.as_ptr(),
+            libc::AT_EMPTY_PATH,
+            &a as *const libc::mount_attr,
+            std::mem::size_of::<libc::mount_attr>(),
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Attaches the detached tree on the mount point `target` (a descriptor,
+/// O_PATH is enough).
+pub fn attach(tree: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
+    let empty = c"";
+    // SAFETY: both descriptors are open for the call and the paths are
+    // NUL-terminated empty strings; the kernel writes no memory of ours.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree.as_raw_fd(),
+            empty.as_ptr(),
+            target.as_raw_fd(),
+            empty.as_ptr(),
+            libc::MOVE_MOUNT_F_EMPTY_PATH | libc::MOVE_MOUNT_T_EMPTY_PATH,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn unsafe_zeroed() -> libc::mount_attr {
+    // SAFETY: mount_attr is four u64 fields, for which all-zero is valid.
+    unsafe { std::mem::zeroed() }
+}
