@@ -483,14 +483,7 @@ fn unreachable_rw_bind_in_a_user_namespace_says_eacces() {
         .push(serde_json::json!({
             "destination": "/data", "type": "bind", "source": src, "options": ["rbind", "rw"]
         }));
-    b.config["linux"]["namespaces"]
-        .as_array_mut()
-        .unwrap()
-        .push(serde_json::json!({ "type": "user" }));
-    b.config["linux"]["uidMappings"] =
-        serde_json::json!([{ "containerID": 0, "hostID": 65534, "size": 1 }]);
-    b.config["linux"]["gidMappings"] =
-        serde_json::json!([{ "containerID": 0, "hostID": 65534, "size": 1 }]);
+    b.with_userns_as_nobody();
     b.save();
     // The container's root must reach the rootfs itself.
     for dir in [env.tmp.path(), b.dir.as_path()] {
@@ -547,14 +540,7 @@ fn failed_prebind_names_the_mount_the_step_and_the_errno() {
             "destination": "/bin/busybox/x", "type": "bind", "source": private.join("dir"),
             "options": ["rbind", "ro"]
         }));
-    b.config["linux"]["namespaces"]
-        .as_array_mut()
-        .unwrap()
-        .push(serde_json::json!({ "type": "user" }));
-    for key in ["uidMappings", "gidMappings"] {
-        b.config["linux"][key] =
-            serde_json::json!([{ "containerID": 0, "hostID": 65534, "size": 1 }]);
-    }
+    b.with_userns_as_nobody();
     b.save();
     fs::set_permissions(
         env.tmp.path(),

@@ -777,14 +777,7 @@ fn readonly_binds_out_of_reach_of_the_containers_root() {
     mounts.push(ro(private.join("dir"), "/data/dir", "bind"));
     mounts.push(ro(private.join("file"), "/etc/the-file", "bind"));
     mounts.push(ro(private.join("dir"), "/rec", "rbind"));
-    b.config["linux"]["namespaces"]
-        .as_array_mut()
-        .unwrap()
-        .push(serde_json::json!({ "type": "user" }));
-    for key in ["uidMappings", "gidMappings"] {
-        b.config["linux"][key] =
-            serde_json::json!([{ "containerID": 0, "hostID": 65534, "size": 1 }]);
-    }
+    b.with_userns_as_nobody();
     b.save();
     for dir in [env.tmp.path(), b.dir.as_path()] {
         fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();

@@ -9,6 +9,7 @@ mod common;
 
 use std::fs;
 use std::os::unix::fs::symlink;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -235,6 +236,42 @@ fn a_dev_null_symlink_cannot_redirect_a_masked_path() {
 
 // ---- Symlinked mount destinations ----
 
+/// A host directory that a symlink in a rootfs aims at
+/// (`/../../../../tmp/<name>`), to check that nothing lands in it.
+struct HostTarget {
+    dir: tempfile::TempDir,
+    name: String,
+}
+
+impl HostTarget {
+    fn new() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("runsbx-escape-target-")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let name = dir
+            .path()
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        Self { dir, name }
+    }
+
+    fn aim(&self, link: &Path) {
+        symlink(format!("/../../../../tmp/{}", self.name), link).unwrap();
+    }
+
+    /// Neither a new entry nor a mount.
+    fn untouched(&self) {
+        let entries: Vec<_> = fs::read_dir(self.dir.path()).unwrap().flatten().collect();
+        assert!(entries.is_empty(), "host dir gained {entries:?}");
+        let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
+        assert!(!mounts.contains(&self.name), "a mount appeared on the host");
+    }
+}
+
 /// A mount destination that goes through a symlink pointing out of the
 /// rootfs (`/evil -> /../../../../tmp/<host dir>`, as in runc's
 /// CVE-2021-30465 family): the mount must be resolved inside the rootfs or
@@ -243,17 +280,8 @@ fn a_dev_null_symlink_cannot_redirect_a_masked_path() {
 fn a_symlinked_mount_destination_stays_inside_the_rootfs() {
     let env = Env::new();
     let _cleanup = Cleanup(&env);
-    let host = tempfile::Builder::new()
-        .prefix("runsbx-escape-target-")
-        .tempdir_in("/tmp")
-        .unwrap();
-    let host_name = host
-        .path()
-        .file_name()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_string();
+    let host = HostTarget::new();
+    let host_name = host.name.clone();
     let mut b = env.bundle(
         "b",
         &["sh", "-c", "cat /proc/self/mountinfo; touch /evil/x/inside"],
@@ -262,17 +290,8 @@ fn a_symlinked_mount_destination_stays_inside_the_rootfs() {
         "destination": "/evil/x", "type": "tmpfs", "source": "tmpfs", "options": ["size=1m"]
     }));
     b.save();
-    symlink(
-        format!("/../../../../tmp/{host_name}"),
-        b.dir.join("rootfs/evil"),
-    )
-    .unwrap();
-    let host_untouched = || {
-        let entries: Vec<_> = fs::read_dir(host.path()).unwrap().flatten().collect();
-        assert!(entries.is_empty(), "host dir gained {entries:?}");
-        let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
-        assert!(!mounts.contains(&host_name), "a mount appeared on the host");
-    };
+    host.aim(&b.dir.join("rootfs/evil"));
+    let host_untouched = || host.untouched();
 
     // 1. The target does not exist inside the rootfs: refused, one line
     //    (libcontainer will not create a directory through a symlink).
@@ -317,17 +336,8 @@ fn a_symlinked_mount_destination_stays_inside_the_rootfs() {
 fn a_symlinked_destination_of_a_bind_runsbx_makes_stays_inside_the_rootfs() {
     let env = Env::new();
     let _cleanup = Cleanup(&env);
-    let host = tempfile::Builder::new()
-        .prefix("runsbx-escape-target-")
-        .tempdir_in("/tmp")
-        .unwrap();
-    let host_name = host
-        .path()
-        .file_name()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_string();
+    let host = HostTarget::new();
+    let host_name = host.name.clone();
     let private = env.tmp.path().join("private");
     fs::create_dir_all(private.join("src")).unwrap();
     fs::write(private.join("src/marker"), "from-the-bind\n").unwrap();
@@ -349,25 +359,10 @@ fn a_symlinked_destination_of_a_bind_runsbx_makes_stays_inside_the_rootfs() {
         "destination": "/evil/x", "type": "bind", "source": private.join("src"),
         "options": ["rbind", "ro", "nosuid", "nodev"]
     }));
-    b.config["linux"]["namespaces"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({ "type": "user" }));
-    for key in ["uidMappings", "gidMappings"] {
-        b.config["linux"][key] = json!([{ "containerID": 0, "hostID": 65534, "size": 1 }]);
-    }
+    b.with_userns_as_nobody();
     b.save();
-    symlink(
-        format!("/../../../../tmp/{host_name}"),
-        b.dir.join("rootfs/evil"),
-    )
-    .unwrap();
-    let host_untouched = || {
-        let entries: Vec<_> = fs::read_dir(host.path()).unwrap().flatten().collect();
-        assert!(entries.is_empty(), "host dir gained {entries:?}");
-        let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
-        assert!(!mounts.contains(&host_name), "a mount appeared on the host");
-    };
+    host.aim(&b.dir.join("rootfs/evil"));
+    let host_untouched = || host.untouched();
 
     // 1. The target is missing inside the rootfs: runsbx will not make a
     //    directory through the symlink; refused, one line.

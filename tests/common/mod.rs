@@ -254,6 +254,19 @@ impl Bundle {
         }
     }
 
+    /// Adds a new user namespace whose root is host nobody (one uid and one
+    /// gid mapping), as a generated sandbox bundle has.
+    pub fn with_userns_as_nobody(&mut self) {
+        self.config["linux"]["namespaces"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({ "type": "user" }));
+        for key in ["uidMappings", "gidMappings"] {
+            self.config["linux"][key] =
+                serde_json::json!([{ "containerID": 0, "hostID": 65534, "size": 1 }]);
+        }
+    }
+
     /// Adds a file to the rootfs (e.g. the probe).
     pub fn add_file(&self, src: &Path, dest: &str) {
         let to = self.dir.join("rootfs").join(dest.trim_start_matches('/'));

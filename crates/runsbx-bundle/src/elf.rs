@@ -285,6 +285,16 @@ fn default_dirs(is_64: bool, machine: u16) -> Vec<&'static str> {
     v
 }
 
+/// A closure in progress: the objects still to resolve (path, facts, and
+/// whether a failure below it stops the program), every path met, the
+/// sonames the loader has loaded, the executable's DT_RPATH.
+struct Walk {
+    queue: VecDeque<(PathBuf, ElfFacts, bool)>,
+    seen: HashSet<PathBuf>,
+    loaded: HashSet<String>,
+    exe_rpath: Vec<String>,
+}
+
 /// Resolves the run-time needs of ELF objects against one ld.so.cache image.
 pub struct Resolver {
     cache: Vec<CacheEntry>,
@@ -343,40 +353,27 @@ impl Resolver {
         } else {
             Vec::new()
         };
-        // (object, its facts, whether a failure below it stops the program).
-        let mut queue: VecDeque<(PathBuf, ElfFacts, bool)> = VecDeque::new();
-        let mut seen: HashSet<PathBuf> = HashSet::new();
-        seen.insert(exe.to_path_buf());
-        queue.push_back((exe.to_path_buf(), main, true));
+        let mut walk = Walk {
+            queue: VecDeque::from([(exe.to_path_buf(), main, true)]),
+            seen: HashSet::from([exe.to_path_buf()]),
+            loaded,
+            exe_rpath,
+        };
         // The program's own objects first, to the end, so that an object
         // reached both ways counts as the program's (strict).
-        self.drain(
-            &mut queue,
-            &mut seen,
-            &mut loaded,
-            &exe_rpath,
-            out,
-            unresolved,
-        )?;
+        self.drain(&mut walk, out, unresolved)?;
         for extra in also {
-            if seen.insert(extra.clone()) {
+            if walk.seen.insert(extra.clone()) {
                 match read_facts(extra) {
                     Ok(f) => {
                         out.insert(extra.clone());
-                        queue.push_back((extra.clone(), f, false));
+                        walk.queue.push_back((extra.clone(), f, false));
                     }
                     Err(e) => unresolved.push((e.to_string(), extra.clone())),
                 }
             }
         }
-        self.drain(
-            &mut queue,
-            &mut seen,
-            &mut loaded,
-            &exe_rpath,
-            out,
-            unresolved,
-        )?;
+        self.drain(&mut walk, out, unresolved)?;
         Ok(())
     }
 
@@ -384,19 +381,22 @@ impl Resolver {
     /// the queue is empty.
     fn drain(
         &self,
-        queue: &mut VecDeque<(PathBuf, ElfFacts, bool)>,
-        seen: &mut HashSet<PathBuf>,
-        loaded: &mut HashSet<String>,
-        exe_rpath: &[String],
+        walk: &mut Walk,
         out: &mut BTreeSet<PathBuf>,
         unresolved: &mut Vec<(String, PathBuf)>,
     ) -> Result<(), BundleError> {
+        let Walk {
+            queue,
+            seen,
+            loaded,
+            exe_rpath,
+        } = walk;
         while let Some((obj, facts, strict)) = queue.pop_front() {
             for name in &facts.needed {
                 if loaded.contains(name) {
                     continue;
                 }
-                let Some(found) = self.lookup(name, &obj, &facts, exe_rpath) else {
+                let Some(found) = self.lookup(name, &obj, &facts, exe_rpath.as_slice()) else {
                     if strict {
                         return Err(BundleError::LibraryNotFound {
                             lib: name.clone(),

@@ -312,10 +312,13 @@ pub fn sandbox_seccomp() -> LinuxSeccomp {
     // Record locks, POSIX and open-file-description: sqlite locks every
     // database file it opens (an in-memory database needs none), and so do
     // dbm and shelve. A lock needs a descriptor the workload already holds,
-    // so it reaches only files Landlock let it open; on a read-only host file
-    // it can at most hold a read lock that no host process waits for (POSIX
-    // locks are advisory). F_SETLEASE and F_NOTIFY stay denied: a lease
-    // signals its holder when another process opens the file.
+    // so it reaches only files Landlock let it open: the workdir, and the
+    // read-only binds, where a read lock (F_SETLK needs a writable fd for a
+    // write lock) could at most make a host process that write-locks the
+    // same system file wait until the sandbox ends; POSIX locks are
+    // advisory and nothing under /usr is a lock file a host service takes.
+    // F_SETLEASE and F_NOTIFY stay denied: a lease signals its holder when
+    // another process opens the file.
     syscalls.extend(allow_values(
         "fcntl",
         1,

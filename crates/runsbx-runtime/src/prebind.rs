@@ -217,12 +217,12 @@ pub fn apply(rootfs: &Path, binds: &[PreBind], owner: (u32, u32)) -> Result<()> 
         // The bind is made detached, made read-only, then attached on the
         // mount point already resolved: it is never writable, and no second
         // lookup could land the remount on another mount.
-        let tree = crate::sys::mountapi::clone_tree(&b.real, b.recursive)
-            .map_err(|e| io_errno(ctx("bind (made by runsbx as root)"), e))?;
-        crate::sys::mountapi::set_attr(&tree, mount_attr(b.flags))
-            .map_err(|e| io_errno(ctx("make the bind read-only"), e))?;
-        crate::sys::mountapi::attach(&tree, &target)
-            .map_err(|e| io_errno(ctx("attach the bind"), e))?;
+        crate::sys::mountapi::bind_at(&b.real, &target, b.recursive, mount_attr(b.flags)).map_err(
+            |(step, e)| match step {
+                "bind" => io_errno(ctx("bind (made by runsbx as root)"), e),
+                step => io_errno(ctx(step), e),
+            },
+        )?;
     }
     Ok(())
 }
@@ -240,7 +240,7 @@ fn io_errno(context: String, e: std::io::Error) -> RuntimeError {
 }
 
 /// MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC as MOUNT_ATTR_* bits.
-fn mount_attr(flags: MsFlags) -> u64 {
+pub(crate) fn mount_attr(flags: MsFlags) -> u64 {
     [
         (MsFlags::MS_RDONLY, libc::MOUNT_ATTR_RDONLY),
         (MsFlags::MS_NOSUID, libc::MOUNT_ATTR_NOSUID),

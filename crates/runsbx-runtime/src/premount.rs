@@ -85,25 +85,36 @@ pub fn without_cgroups() -> Result<()> {
     .map_err(|e| RuntimeError::sys("mount an empty tmpfs on /sys/fs/cgroup", e))
 }
 
-/// Binds each host path at the same place under `rootfs`, read-only, in
-/// the current (private) mount namespace. Mount points must exist; parents
-/// are bound before children.
+/// Binds each host path at the same place under `rootfs`, read-only,
+/// nosuid, nodev, in the current (private) mount namespace, the way
+/// prebind.rs makes a bundle's (sys::mountapi::bind_at: never writable).
+/// Mount points must exist; parents are bound before children.
 pub fn bind_readonly(rootfs: &Path, paths: &[PathBuf]) -> Result<()> {
+    let attr =
+        crate::prebind::mount_attr(MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV);
     let mut sorted: Vec<&PathBuf> = paths.iter().collect();
     sorted.sort_by_key(|p| p.components().count());
     for src in sorted {
         let rel = src.strip_prefix("/").unwrap_or(src);
         let target = rootfs.join(rel);
         let ctx = |what: &str| format!("{what} {} on {}", src.display(), target.display());
-        mount::<Path, Path, str, str>(Some(src.as_path()), &target, None, MsFlags::MS_BIND, None)
-            .map_err(|e| RuntimeError::sys(ctx("bind"), e))?;
-        let ro = MsFlags::MS_BIND
-            | MsFlags::MS_REMOUNT
-            | MsFlags::MS_RDONLY
-            | MsFlags::MS_NOSUID
-            | MsFlags::MS_NODEV;
-        mount::<str, Path, str, str>(None, &target, None, ro, None)
-            .map_err(|e| RuntimeError::sys(ctx("remount read-only"), e))?;
+        // The rootfs is runsbx's own tmpfs: its mount points are no one
+        // else's symlinks, but none is followed anyway.
+        let fd = nix::fcntl::open(
+            &target,
+            nix::fcntl::OFlag::O_PATH
+                | nix::fcntl::OFlag::O_NOFOLLOW
+                | nix::fcntl::OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        )
+        .map_err(|e| RuntimeError::sys(ctx("open the mount point for"), e))?;
+        let fd = crate::sys::fds::own(fd);
+        crate::sys::mountapi::bind_at(src, &fd, false, attr).map_err(|(step, e)| {
+            RuntimeError::sys(
+                ctx(step),
+                nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)),
+            )
+        })?;
     }
     Ok(())
 }

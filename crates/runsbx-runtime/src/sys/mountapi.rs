@@ -1,7 +1,7 @@
 //! The new mount API (open_tree, mount_setattr, move_mount; Linux 5.12+):
 //! a bind whose flags are set before it is attached, to a mount point held
 //! by descriptor. Used for the read-only binds runsbx makes itself
-//! (prebind.rs): no moment at which the bind is writable, and no second
+//! (prebind.rs, premount.rs): no moment at which the bind is writable, and no second
 //! path lookup between bind and remount that a changed rootfs could divert.
 
 use std::ffi::CString;
@@ -12,7 +12,7 @@ use std::path::Path;
 
 /// A detached copy of the mount tree at `source` (the whole subtree with
 /// `recursive`, as `rbind`; its top mount only otherwise, as `bind`).
-pub fn clone_tree(source: &Path, recursive: bool) -> io::Result<OwnedFd> {
+fn clone_tree(source: &Path, recursive: bool) -> io::Result<OwnedFd> {
     let path = CString::new(source.as_os_str().as_bytes())
         .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     let mut flags = libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC;
@@ -30,7 +30,7 @@ pub fn clone_tree(source: &Path, recursive: bool) -> io::Result<OwnedFd> {
 }
 
 /// Sets `attr` (MOUNT_ATTR_* bits) on the top mount of the detached tree.
-pub fn set_attr(tree: &OwnedFd, attr: u64) -> io::Result<()> {
+fn set_attr(tree: &OwnedFd, attr: u64) -> io::Result<()> {
     let mut a: libc::mount_attr = unsafe_zeroed();
     a.attr_set = attr;
     let empty = c"";
@@ -54,7 +54,7 @@ pub fn set_attr(tree: &OwnedFd, attr: u64) -> io::Result<()> {
 
 /// Attaches the detached tree on the mount point `target` (a descriptor,
 /// O_PATH is enough).
-pub fn attach(tree: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
+fn attach(tree: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
     let empty = c"";
     // SAFETY: both descriptors are open for the call and the paths are
     // NUL-terminated empty strings; the kernel writes no memory of ours.
@@ -72,6 +72,20 @@ pub fn attach(tree: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Binds `source` on the mount point `target` with `attr` (MOUNT_ATTR_*):
+/// cloned detached, flagged, then attached, so the bind is never without
+/// its flags. On failure, the step that failed, in words, and its error.
+pub fn bind_at(
+    source: &Path,
+    target: &OwnedFd,
+    recursive: bool,
+    attr: u64,
+) -> Result<(), (&'static str, io::Error)> {
+    let tree = clone_tree(source, recursive).map_err(|e| ("bind", e))?;
+    set_attr(&tree, attr).map_err(|e| ("make the bind read-only", e))?;
+    attach(&tree, target).map_err(|e| ("attach the bind", e))
 }
 
 fn unsafe_zeroed() -> libc::mount_attr {
