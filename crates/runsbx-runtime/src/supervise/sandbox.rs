@@ -7,6 +7,7 @@ use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use libcontainer::oci_spec::runtime::Mount;
 use runsbx_bundle::{
     discover, discover_cached, generate, host_ids, make_mountpoints, merge_rlimits, parse_env_flag,
     parse_rlimit_flag, scrub_env, write_bundle, Discovery, GenerateOptions, SandboxRequest,
@@ -181,13 +182,13 @@ pub fn materialize(mut config: serde_json::Value) -> Result<Materialized> {
         return Ok(Materialized::plain(bundle));
     }
     let scratch = premount::scratch(&bundle.0)?;
-    let premounted = take_readonly_binds(&mut config);
+    let premounted = take_readonly_binds(&mut config)?;
     write_bundle(&bundle.0, &config)?;
     let rootfs = bundle.0.join("rootfs");
     make_mountpoints(&rootfs, &premounted).map_err(SuperviseError::Message)?;
     let paths: Vec<PathBuf> = premounted
         .iter()
-        .filter_map(|m| m["source"].as_str().map(PathBuf::from))
+        .filter_map(|m| m.source().clone())
         .collect();
     premount::bind_readonly(&rootfs, &paths)?;
     Ok(Materialized {
@@ -197,9 +198,9 @@ pub fn materialize(mut config: serde_json::Value) -> Result<Materialized> {
 }
 
 /// Removes the read-only bind mounts from the config and returns them.
-pub fn take_readonly_binds(config: &mut serde_json::Value) -> Vec<serde_json::Value> {
+pub fn take_readonly_binds(config: &mut serde_json::Value) -> Result<Vec<Mount>> {
     let Some(mounts) = config["mounts"].as_array_mut() else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let (ro, rest): (Vec<_>, Vec<_>) = mounts.drain(..).partition(|m| {
         m["type"] == "bind"
@@ -208,5 +209,5 @@ pub fn take_readonly_binds(config: &mut serde_json::Value) -> Vec<serde_json::Va
                 .is_some_and(|o| o.iter().any(|x| x == "ro"))
     });
     *mounts = rest;
-    ro
+    Ok(serde_json::from_value(serde_json::Value::Array(ro))?)
 }

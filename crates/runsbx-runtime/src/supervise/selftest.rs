@@ -11,6 +11,7 @@ use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
+use libcontainer::oci_spec::runtime::MountBuilder;
 use runsbx_bundle::SandboxRequest;
 use serde_json::Value;
 
@@ -273,14 +274,16 @@ fn copy_with_probe(
     config["root"]["path"] = rootfs.display().to_string().into();
     config["process"]["args"] = command.into();
     config["process"]["cwd"] = "/".into();
-    let added = [
-        serde_json::json!({
-            "destination": probe, "type": "bind", "source": probe, "options": ["bind", "ro"]
-        }),
-        serde_json::json!({
-            "destination": work, "type": "bind", "source": work, "options": ["bind", "rw"]
-        }),
-    ];
+    let bind = |path: &Path, mode: &str| {
+        MountBuilder::default()
+            .destination(path)
+            .typ("bind")
+            .source(path)
+            .options(vec!["bind".to_string(), mode.to_string()])
+            .build()
+            .map_err(|e| SuperviseError::Message(e.to_string()))
+    };
+    let added = [bind(probe, "ro")?, bind(work, "rw")?];
     // The container's root may be unprivileged: create the mount points in
     // the bundle's rootfs now, as the invoking user. Stops: a symlink left
     // in that rootfs (by an earlier workload) steering root's mkdir and
@@ -293,7 +296,9 @@ fn copy_with_probe(
     let mounts = config["mounts"]
         .as_array_mut()
         .ok_or_else(|| message("--bundle: no mounts"))?;
-    mounts.extend(added);
+    for m in &added {
+        mounts.push(serde_json::to_value(m)?);
+    }
     // The bundle's Landlock policy knows nothing of the probe: let it read
     // and execute the probe binary itself, and nothing more.
     if let Some(rules) = config
