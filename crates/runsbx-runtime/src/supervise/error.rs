@@ -90,3 +90,33 @@ pub fn render(e: &(dyn std::error::Error + 'static)) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn render_joins_the_chain_as_the_cli_prints_it() {
+        let e = SuperviseError::Report {
+            path: "/r.json".into(),
+            source: std::io::Error::from_raw_os_error(libc::ELOOP),
+        };
+        assert!(render(&e).starts_with("--report /r.json: Too many levels of symbolic links"));
+        let e = SuperviseError::Posture(vec!["seccomp off".into(), "caps kept".into()]);
+        assert_eq!(
+            render(&e),
+            "posture check failed, not running: seccomp off; caps kept"
+        );
+    }
+
+    #[test]
+    fn the_status_fd_refuses_stdio() {
+        for fd in 0..=2 {
+            let e = crate::supervise::status_file(fd).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!("--status-fd {fd}: must not be stdin, stdout or stderr")
+            );
+        }
+    }
+}

@@ -211,3 +211,56 @@ pub fn take_readonly_binds(config: &mut serde_json::Value) -> Result<Vec<Mount>>
     *mounts = rest;
     Ok(serde_json::from_value(serde_json::Value::Array(ro))?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn readonly_binds_are_taken_and_the_rest_kept_in_order() {
+        let mut config = json!({"mounts": [
+            {"destination": "/proc", "type": "proc", "source": "proc"},
+            {"destination": "/usr", "type": "bind", "source": "/usr", "options": ["bind", "ro"]},
+            {"destination": "/w", "type": "bind", "source": "/w", "options": ["bind", "rw"]},
+            {"destination": "/lib", "type": "bind", "source": "/lib", "options": ["ro", "nosuid"]},
+            {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["ro"]},
+        ]});
+        let taken = take_readonly_binds(&mut config).unwrap();
+        let sources: Vec<_> = taken.iter().map(|m| m.source().clone().unwrap()).collect();
+        assert_eq!(sources, [PathBuf::from("/usr"), PathBuf::from("/lib")]);
+        let left: Vec<_> = config["mounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["destination"].as_str().unwrap())
+            .collect();
+        assert_eq!(left, ["/proc", "/w", "/dev"]);
+        assert!(take_readonly_binds(&mut json!({})).unwrap().is_empty());
+    }
+
+    #[test]
+    fn resources_are_checked_and_set() {
+        let mut config = json!({"linux": {}});
+        add_resources(&mut config, Some("64M"), Some(2)).unwrap();
+        assert_eq!(
+            config["linux"]["resources"],
+            json!({"memory": {"limit": 64 << 20, "swap": 64 << 20}, "pids": {"limit": 2}})
+        );
+        let e = |m, p| add_resources(&mut json!({}), m, p).unwrap_err().to_string();
+        assert_eq!(e(Some("0"), None), r#"--memory "0": not a size"#);
+        assert_eq!(e(Some("lots"), None), r#"--memory "lots": not a size"#);
+        assert_eq!(e(None, Some(0)), "--pids-limit 0: must be at least 1");
+    }
+
+    #[test]
+    fn a_relative_workdir_is_refused_by_name() {
+        let req = SandboxRequest {
+            command: vec!["/bin/true".into()],
+            workdir: Some("w".into()),
+            ..Default::default()
+        };
+        let e = prepare(&req, None).err().unwrap().to_string();
+        assert_eq!(e, "--workdir w: must be an absolute path");
+    }
+}

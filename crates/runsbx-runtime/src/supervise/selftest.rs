@@ -314,3 +314,78 @@ fn copy_with_probe(
     make_traversable(&out.0)?;
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(check: &str, ok: bool, extra: &str) -> String {
+        format!(r#"{{"check":"{check}","ok":{ok}{extra}}}"#)
+    }
+
+    #[test]
+    fn judge_needs_every_check_blocked_and_a_clean_exit() {
+        let checks = checks(Path::new("/w"));
+        let all_blocked: String = checks
+            .iter()
+            .map(|(c, _)| line(c, false, r#","errno":"EPERM""#) + "\n")
+            .collect();
+        let v = judge(&checks, &all_blocked, 0);
+        assert!(v.failed.is_empty(), "{:?}", v.failed);
+        assert!(
+            v.report.contains("ok    fork: blocked (EPERM)\n"),
+            "{}",
+            v.report
+        );
+        // The write that sets up the exec check is not a check of its own.
+        assert!(!v.report.contains("write:/w/dropped"), "{}", v.report);
+        assert!(v.passed().is_ok());
+
+        let v = judge(&checks, &all_blocked, 1);
+        assert_eq!(v.failed, vec!["the probe did not exit cleanly"]);
+
+        // A missing line and an allowed attempt both fail, by name.
+        let some: String = all_blocked
+            .lines()
+            .filter(|l| !l.contains(r#""fork""#) && !l.contains("ptrace"))
+            .map(|l| l.to_string() + "\n")
+            .collect::<String>()
+            + &line("ptrace-attach:1", true, "")
+            + "\n";
+        let v = judge(&checks, &some, 0);
+        assert_eq!(v.failed, vec!["fork", "ptrace"]);
+        assert!(v
+            .report
+            .contains("FAIL  fork: no result (the probe did not report it)\n"));
+        assert!(v.report.contains("FAIL  ptrace: ALLOWED\n"));
+        assert_eq!(
+            v.passed().unwrap_err().to_string(),
+            "2 check(s) failed: fork, ptrace"
+        );
+    }
+
+    #[test]
+    fn proc_list_passes_only_when_the_probe_sees_itself() {
+        let checks = vec![("proc-list".to_string(), "see processes in /proc")];
+        let own = line("proc-list", true, r#","ret":1"#);
+        assert!(judge(&checks, &own, 0).failed.is_empty());
+        let host = line("proc-list", true, r#","ret":40"#);
+        assert_eq!(
+            judge(&checks, &host, 0).failed,
+            vec!["see processes in /proc"]
+        );
+    }
+
+    #[test]
+    fn a_symlinked_mount_point_parent_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join("usr")).unwrap();
+        std::os::unix::fs::symlink("/etc", t.path().join("usr/lib")).unwrap();
+        let e = refuse_symlinked_parents(t.path(), Path::new("/usr/lib/probe")).unwrap_err();
+        assert!(e
+            .to_string()
+            .ends_with("usr/lib is a symlink; not creating the probe's mount point through it"));
+        assert!(refuse_symlinked_parents(t.path(), Path::new("/usr/bin/probe")).is_ok());
+        assert!(refuse_symlinked_parents(t.path(), Path::new("/opt/probe")).is_ok());
+    }
+}
