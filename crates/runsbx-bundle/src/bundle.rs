@@ -4,6 +4,7 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
+use libcontainer::oci_spec::runtime::Mount;
 use serde_json::Value;
 
 use crate::error::BundleError;
@@ -36,11 +37,11 @@ pub fn write_bundle(dir: &Path, config: &Value) -> Result<(), BundleError> {
         .mode(0o755)
         .create(dir.join(ROOTFS))
         .map_err(|e| bad(format!("{ROOTFS}: {e}")))?;
-    let mounts = config["mounts"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or(&[]);
-    make_mountpoints(&dir.join(ROOTFS), mounts).map_err(bad)?;
+    let mounts: Vec<Mount> = match config.get("mounts") {
+        Some(m) => serde_json::from_value(m.clone()).map_err(|e| bad(format!("mounts: {e}")))?,
+        None => Vec::new(),
+    };
+    make_mountpoints(&dir.join(ROOTFS), &mounts).map_err(bad)?;
     let mut text = serde_json::to_vec_pretty(config).map_err(|e| bad(e.to_string()))?;
     text.push(b'\n');
     std::fs::OpenOptions::new()
@@ -56,19 +57,17 @@ pub fn write_bundle(dir: &Path, config: &Value) -> Result<(), BundleError> {
 /// file, a directory otherwise. The container's root is an unprivileged host
 /// user and could not create them in a rootfs owned by the invoker; a
 /// read-only rootfs could not take them at all.
-pub fn make_mountpoints(rootfs: &Path, mounts: &[Value]) -> Result<(), String> {
+pub fn make_mountpoints(rootfs: &Path, mounts: &[Mount]) -> Result<(), String> {
     for m in mounts {
-        let Some(dest) = m["destination"].as_str() else {
-            continue;
-        };
-        let rel = dest.trim_start_matches('/');
-        if rel.is_empty() {
+        let dest = m.destination().display();
+        let rel = m.destination().strip_prefix("/").unwrap_or(m.destination());
+        if rel.as_os_str().is_empty() {
             continue;
         }
         let target = rootfs.join(rel);
-        let is_file = m["type"] == "bind"
-            && m["source"]
-                .as_str()
+        let is_file = m.typ().as_deref() == Some("bind")
+            && m.source()
+                .as_ref()
                 .is_some_and(|s| std::fs::metadata(s).is_ok_and(|md| !md.is_dir()));
         let dir = if is_file {
             target.parent()

@@ -46,6 +46,10 @@ pub enum BundleError {
     #[error("--rlimit {name}: {reason}")]
     Rlimit { name: String, reason: String },
 
+    /// A `--rlimit` value that is not `NAME=SOFT[:HARD]`.
+    #[error("--rlimit {arg:?}: {reason}")]
+    RlimitFlag { arg: String, reason: String },
+
     #[error("bundle {}: {reason}", path.display())]
     Bundle { path: PathBuf, reason: String },
 }

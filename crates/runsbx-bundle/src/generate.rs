@@ -25,7 +25,14 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use libcontainer::oci_spec;
+use oci_spec::runtime::{
+    Capabilities, LinuxBuilder, LinuxCapabilitiesBuilder, LinuxDeviceBuilder, LinuxDeviceType,
+    LinuxIdMappingBuilder, LinuxNamespaceBuilder, LinuxNamespaceType, MountBuilder,
+    PosixRlimitBuilder, PosixRlimitType, ProcessBuilder, RootBuilder, Spec, SpecBuilder,
+    UserBuilder,
+};
+use serde_json::Value;
 
 use crate::discover::Discovery;
 use crate::error::BundleError;
@@ -222,85 +229,185 @@ pub fn merge_rlimits(
     Ok(m.into_iter().map(|(n, (s, h))| (n, s, h)).collect())
 }
 
-/// The full `config.json` for running `d` under `o`.
+/// The full `config.json` for running `d` under `o`: an oci_spec [`Spec`],
+/// serialized, with `process.landlock` (runsbx's own field, which oci_spec
+/// has no type for) and `linux.seccomp` inserted verbatim.
 pub fn generate(d: &Discovery, o: &GenerateOptions) -> Result<Value, BundleError> {
+    let spec = spec(d, o)?;
+    let mut config = serde_json::to_value(&spec).map_err(|e| bad_spec(e.to_string()))?;
+    if let Some(l) = &o.landlock {
+        config["process"]["landlock"] = l.clone();
+    }
+    if let Some(s) = &o.seccomp {
+        config["linux"]["seccomp"] = s.clone();
+    }
+    Ok(config)
+}
+
+fn bad_spec(reason: String) -> BundleError {
+    BundleError::Bundle {
+        path: PathBuf::from("config.json"),
+        reason,
+    }
+}
+
+/// The typed part of [`generate`]'s config. oci_spec's builders start from
+/// its `Default`s (runc's example spec), so every field the config does not
+/// carry is cleared explicitly.
+fn spec(d: &Discovery, o: &GenerateOptions) -> Result<Spec, BundleError> {
     validate_workdir(&o.workdir, &d.ro_paths)?;
-    let workdir = o.workdir.to_string_lossy().into_owned();
-    let rlimits: Vec<Value> = merge_rlimits(&o.rlimits)?
-        .into_iter()
-        .map(|(t, soft, hard)| json!({"type": t, "soft": soft, "hard": hard}))
-        .collect();
+    let built = |e: oci_spec::OciSpecError| bad_spec(e.to_string());
+    let rlimits =
+        merge_rlimits(&o.rlimits)?
+            .into_iter()
+            .map(|(t, soft, hard)| {
+                let typ: PosixRlimitType = serde_json::from_value(Value::String(t.clone()))
+                    .map_err(|_| BundleError::Rlimit {
+                        name: t,
+                        reason: "unknown resource".into(),
+                    })?;
+                PosixRlimitBuilder::default()
+                    .typ(typ)
+                    .soft(soft)
+                    .hard(hard)
+                    .build()
+                    .map_err(built)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
     let env: Vec<String> = o.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
 
+    let mount = |dest: &Path, typ: &str, source: &Path, options: &[&str]| {
+        MountBuilder::default()
+            .destination(dest)
+            .typ(typ)
+            .source(source)
+            .options(options.iter().map(|o| o.to_string()).collect::<Vec<_>>())
+            .build()
+            .map_err(built)
+    };
     let mut mounts = vec![
-        json!({"destination": "/proc", "type": "proc", "source": "proc",
-               "options": ["nosuid", "noexec", "nodev"]}),
-        json!({"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
-               "options": ["nosuid", "noexec", "strictatime", "mode=555", "size=64k"]}),
+        mount(
+            Path::new("/proc"),
+            "proc",
+            Path::new("proc"),
+            &["nosuid", "noexec", "nodev"],
+        )?,
+        mount(
+            Path::new("/dev"),
+            "tmpfs",
+            Path::new("tmpfs"),
+            &["nosuid", "noexec", "strictatime", "mode=555", "size=64k"],
+        )?,
     ];
     for p in &d.ro_paths {
-        let p = p.to_string_lossy();
-        mounts.push(json!({"destination": p, "type": "bind", "source": p,
-                           "options": ["bind", "ro", "nosuid", "nodev"]}));
+        mounts.push(mount(p, "bind", p, &["bind", "ro", "nosuid", "nodev"])?);
     }
-    mounts.push(
-        json!({"destination": workdir, "type": "bind", "source": workdir,
-                       "options": ["bind", "rw", "nosuid", "nodev", "noexec"]}),
-    );
+    mounts.push(mount(
+        &o.workdir,
+        "bind",
+        &o.workdir,
+        &["bind", "rw", "nosuid", "nodev", "noexec"],
+    )?);
 
-    let devices: Vec<Value> = DEVICES
+    let devices = DEVICES
         .iter()
         .map(|(path, major, minor)| {
-            json!({"path": path, "type": "c", "major": major, "minor": minor,
-                   "fileMode": 0o666, "uid": 0, "gid": 0})
+            LinuxDeviceBuilder::default()
+                .path(*path)
+                .typ(LinuxDeviceType::C)
+                .major(*major)
+                .minor(*minor)
+                .file_mode(0o666u32)
+                .uid(0u32)
+                .gid(0u32)
+                .build()
+                .map_err(built)
         })
-        .collect();
+        .collect::<Result<Vec<_>, _>>()?;
 
-    let mut namespaces = vec![json!({"type": "user"}), json!({"type": "pid"})];
+    let mut kinds = vec![LinuxNamespaceType::User, LinuxNamespaceType::Pid];
     if !o.net {
-        namespaces.push(json!({"type": "network"}));
+        kinds.push(LinuxNamespaceType::Network);
     }
-    namespaces.extend([
-        json!({"type": "mount"}),
-        json!({"type": "ipc"}),
-        json!({"type": "uts"}),
-        json!({"type": "cgroup"}),
+    kinds.extend([
+        LinuxNamespaceType::Mount,
+        LinuxNamespaceType::Ipc,
+        LinuxNamespaceType::Uts,
+        LinuxNamespaceType::Cgroup,
     ]);
+    let namespaces = kinds
+        .into_iter()
+        .map(|typ| {
+            LinuxNamespaceBuilder::default()
+                .typ(typ)
+                .build()
+                .map_err(built)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
 
-    let empty: [&str; 0] = [];
-    let mut process = json!({
-        "terminal": false,
-        "user": {"uid": 0, "gid": 0},
-        "args": d.args,
-        "env": env,
-        "cwd": workdir,
-        "capabilities": {"bounding": empty, "effective": empty, "inheritable": empty,
-                         "permitted": empty, "ambient": empty},
-        "rlimits": rlimits,
-        "noNewPrivileges": true,
-    });
-    if let Some(l) = &o.landlock {
-        process["landlock"] = l.clone();
-    }
-    let mut linux = json!({
-        "uidMappings": [{"containerID": 0, "hostID": o.host_ids.0, "size": 1}],
-        "gidMappings": [{"containerID": 0, "hostID": o.host_ids.1, "size": 1}],
-        "namespaces": namespaces,
-        "devices": devices,
-        "maskedPaths": MASKED_PATHS,
-        "readonlyPaths": READONLY_PATHS,
-    });
-    if let Some(s) = &o.seccomp {
-        linux["seccomp"] = s.clone();
-    }
-    Ok(json!({
-        "ociVersion": OCI_VERSION,
-        "root": {"path": ROOTFS, "readonly": true},
-        "process": process,
-        "hostname": HOSTNAME,
-        "mounts": mounts,
-        "linux": linux,
-    }))
+    let none = Capabilities::new();
+    let capabilities = LinuxCapabilitiesBuilder::default()
+        .bounding(none.clone())
+        .effective(none.clone())
+        .inheritable(none.clone())
+        .permitted(none.clone())
+        .ambient(none)
+        .build()
+        .map_err(built)?;
+    let user = UserBuilder::default()
+        .uid(0u32)
+        .gid(0u32)
+        .build()
+        .map_err(built)?;
+    let mut process = ProcessBuilder::default()
+        .terminal(false)
+        .user(user)
+        .args(d.args.clone())
+        .env(env)
+        .cwd(&o.workdir)
+        .capabilities(capabilities)
+        .rlimits(rlimits)
+        .no_new_privileges(true)
+        .build()
+        .map_err(built)?;
+    process.set_console_size(None);
+
+    let id_map = |host: u32| {
+        LinuxIdMappingBuilder::default()
+            .container_id(0u32)
+            .host_id(host)
+            .size(1u32)
+            .build()
+            .map_err(built)
+    };
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut linux = LinuxBuilder::default()
+        .uid_mappings(vec![id_map(o.host_ids.0)?])
+        .gid_mappings(vec![id_map(o.host_ids.1)?])
+        .namespaces(namespaces)
+        .devices(devices)
+        .masked_paths(strings(MASKED_PATHS))
+        .readonly_paths(strings(READONLY_PATHS))
+        .build()
+        .map_err(built)?;
+    linux.set_resources(None);
+
+    let root = RootBuilder::default()
+        .path(ROOTFS)
+        .readonly(true)
+        .build()
+        .map_err(built)?;
+    let mut spec = SpecBuilder::default()
+        .version(OCI_VERSION)
+        .root(root)
+        .process(process)
+        .hostname(HOSTNAME)
+        .mounts(mounts)
+        .linux(linux)
+        .build()
+        .map_err(built)?;
+    spec.set_annotations(None);
+    Ok(spec)
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 use super::*;
 use crate::discover::discover;
+use serde_json::json;
 
 fn opts(workdir: &Path) -> GenerateOptions {
     GenerateOptions {

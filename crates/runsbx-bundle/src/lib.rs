@@ -20,6 +20,7 @@ mod error;
 pub mod generate;
 mod ldcache;
 mod paths;
+mod request;
 
 pub use bundle::{make_mountpoints, write_bundle};
 pub use cache::discover_cached;
@@ -30,3 +31,4 @@ pub use generate::{
     generate, host_ids, merge_rlimits, rlimit_name, validate_workdir, GenerateOptions,
     DEFAULT_RLIMITS, NOBODY,
 };
+pub use request::{parse_rlimit_flag, SandboxRequest};

@@ -20,6 +20,7 @@ pub mod premount;
 pub mod report;
 pub mod rootless;
 pub mod spec;
+pub mod supervise;
 pub mod sys;
 
 pub use container::{CreateOptions, ExecOptions, Owned, Runtime, StateView};

@@ -7,6 +7,7 @@
 mod cli;
 mod commands;
 mod config;
+mod flags;
 mod logging;
 
 use std::process::ExitCode;

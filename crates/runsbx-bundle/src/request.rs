@@ -1,0 +1,99 @@
+//! What `sandbox`, `gen` and `selftest` ask for, as plain values: the CLI
+//! converts its flags into a [`SandboxRequest`], selftest builds one
+//! directly, and runsbx_runtime::supervise::sandbox turns it into a config.
+
+use std::path::PathBuf;
+
+use crate::error::BundleError;
+use crate::generate::rlimit_name;
+
+/// One sandbox to generate. Flag values that need parsing are kept as
+/// given, and parsed (in this order, so the first bad one is reported)
+/// while the config is prepared: `--env` by [`crate::parse_env_flag`],
+/// `--rlimit` by [`parse_rlimit_flag`].
+#[derive(Debug, Clone, Default)]
+pub struct SandboxRequest {
+    /// The command and its arguments; the first is looked up in PATH.
+    pub command: Vec<String>,
+    /// The read-write directory; `None`: a private one made for the run.
+    pub workdir: Option<PathBuf>,
+    /// Extra read-only paths (`--ro`).
+    pub ro: Vec<PathBuf>,
+    /// `KEY=VALUE` or `KEY` (`--env`).
+    pub env: Vec<String>,
+    /// `NAME=SOFT[:HARD]` (`--rlimit`).
+    pub rlimits: Vec<String>,
+}
+
+/// `NAME=SOFT[:HARD]`; sizes take K, M, G suffixes; `unlimited` is allowed.
+/// Unlike guard::parse_size, 0 is a valid limit (`CORE=0`).
+pub fn parse_rlimit_flag(arg: &str) -> Result<(String, u64, u64), BundleError> {
+    let bad = |reason: String| BundleError::RlimitFlag {
+        arg: arg.to_string(),
+        reason,
+    };
+    let Some((name, value)) = arg.split_once('=') else {
+        return Err(bad("expected NAME=SOFT[:HARD]".into()));
+    };
+    let name = rlimit_name(name)?;
+    let (soft, hard) = match value.split_once(':') {
+        Some((s, h)) => (s, h),
+        None => (value, value),
+    };
+    let num = |v: &str| -> Result<u64, BundleError> {
+        if v == "unlimited" {
+            return Ok(u64::MAX);
+        }
+        let (digits, mult) = match v.as_bytes().last() {
+            Some(b'K' | b'k') => (&v[..v.len() - 1], 1u64 << 10),
+            Some(b'M' | b'm') => (&v[..v.len() - 1], 1 << 20),
+            Some(b'G' | b'g') => (&v[..v.len() - 1], 1 << 30),
+            _ => (v, 1),
+        };
+        digits
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(mult))
+            .ok_or_else(|| bad(format!("{v:?} is not a number")))
+    };
+    Ok((name, num(soft)?, num(hard)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rlimits() {
+        assert_eq!(
+            parse_rlimit_flag("NOFILE=256").unwrap(),
+            ("RLIMIT_NOFILE".into(), 256, 256)
+        );
+        assert_eq!(
+            parse_rlimit_flag("as=1G:2G").unwrap(),
+            ("RLIMIT_AS".into(), 1 << 30, 2 << 30)
+        );
+        assert_eq!(parse_rlimit_flag("CPU=unlimited").unwrap().1, u64::MAX);
+        for bad in [
+            "NOFILE",
+            "NOFILE=",
+            "NOFILE=x",
+            "BOGUS=1",
+            "NOFILE=1:2:3",
+            "AS=99999999999G",
+        ] {
+            assert!(parse_rlimit_flag(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn rlimit_messages() {
+        let e = |a: &str| parse_rlimit_flag(a).unwrap_err().to_string();
+        assert_eq!(
+            e("NOFILE"),
+            r#"--rlimit "NOFILE": expected NAME=SOFT[:HARD]"#
+        );
+        assert_eq!(e("NOFILE=x"), r#"--rlimit "NOFILE=x": "x" is not a number"#);
+        assert_eq!(e("BOGUS=1"), "--rlimit BOGUS: unknown resource");
+    }
+}

@@ -1,0 +1,68 @@
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+
+use super::posture::{check_posture, without_namespaces};
+use super::{watch, Result, SuperviseError, Supervision};
+use crate::guard::{self, Outcome};
+use crate::monitor::Monitor;
+use crate::Runtime;
+
+/// A generated config's process run without a container (`sandbox
+/// --no-userns`, see crate::direct for what that does and does not hold).
+pub struct Direct {
+    pub config: serde_json::Value,
+    pub pid_file: Option<PathBuf>,
+}
+
+/// Runs a generated config's process without a container; `stdio`
+/// replaces runsbx's own.
+pub fn spawn(rt: &Runtime, config: serde_json::Value, stdio: Option<[OwnedFd; 3]>) -> Result<Pid> {
+    let spec = serde_json::from_value(config.clone())
+        .map_err(|e| SuperviseError::step("generated config", e))?;
+    let bundle = crate::spec::Bundle {
+        dir: std::env::temp_dir(),
+        raw: config,
+        spec,
+    };
+    Ok(crate::direct::spawn(&bundle, &rt.landlock_default, stdio)?)
+}
+
+/// Spawns `d`, checks its posture (`sup.posture`, less what needs
+/// namespaces), writes the pid file, and watches it as [`super::foreground`]
+/// watches a container.
+pub fn direct(rt: &Runtime, d: Direct, mut sup: Supervision) -> Result<Outcome> {
+    let started_at = Instant::now();
+    let pid = match spawn(rt, d.config, None) {
+        Ok(pid) => pid,
+        Err(e) => return Err(sup.setup_failed(e, started_at)),
+    };
+    tracing::warn!("--no-userns: no namespaces; Landlock, seccomp and no_new_privs only");
+    let kill = || {
+        let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+    };
+    let monitor = Monitor::new()?.kill_on(&sup.kill_on);
+    // After exec (there is no "before start" here); a workload that already
+    // exited leaves nothing to check.
+    if let Some(expect) = sup.posture.as_ref().map(without_namespaces) {
+        if guard::rss(pid.as_raw()).is_some() {
+            if let Err(e) = check_posture(pid.as_raw(), &expect) {
+                kill();
+                let _ = nix::sys::wait::waitpid(pid, None);
+                return Err(sup.setup_failed(e, started_at));
+            }
+        }
+    }
+    if let Some(path) = d.pid_file {
+        std::fs::write(&path, pid.as_raw().to_string())
+            .map_err(|source| SuperviseError::PidFile { path, source })?;
+    }
+    sup.emit(serde_json::json!({ "event": "start", "pid": pid.as_raw() }));
+    let (done, killed_for, peak) = watch(&monitor, pid, sup.limits, started_at, kill)?;
+    let outcome = Outcome::finished(pid.as_raw(), done, killed_for, peak, started_at.elapsed());
+    sup.finish(&outcome)?;
+    Ok(outcome)
+}

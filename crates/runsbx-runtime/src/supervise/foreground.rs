@@ -1,0 +1,127 @@
+use std::path::Path;
+use std::time::Instant;
+
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+
+use super::denials::Denials;
+use super::posture::check_posture;
+use super::{render, watch, Result, SuperviseError, Supervision};
+use crate::guard::{self, Expect, Outcome, Reason};
+use crate::monitor::Monitor;
+use crate::{CreateOptions, Owned, Runtime};
+
+/// create + start, wait (forwarding signals, enforcing limits), delete
+/// unless `keep`, and return how the workload ended. A run that never
+/// started is recorded with `sup.setup_status` and returned as the error.
+pub fn foreground(
+    rt: &Runtime,
+    mut opts: CreateOptions,
+    pidfd: Option<&Path>,
+    keep: bool,
+    mut sup: Supervision,
+) -> Result<Outcome> {
+    let started_at = Instant::now();
+    let id = opts.id.clone();
+    let mut denials = Denials::prepare(rt, &mut opts, sup.report_denials);
+    let result = start_supervised(rt, opts, pidfd, &mut sup, &mut denials);
+    let (owned, pid, monitor) = match result {
+        Ok(v) => v,
+        Err(e) => {
+            let status = sup.setup_status;
+            let mut outcome = Outcome::setup_failed(render(&e), status, started_at.elapsed());
+            outcome.denials = denials.finish(sup.ro_hint);
+            let _ = sup.finish(&outcome);
+            return Err(e);
+        }
+    };
+    sup.emit(serde_json::json!({ "event": "start", "pid": pid.as_raw(), "id": id }));
+
+    let (done, mut killed_for, peak) = watch(&monitor, pid, sup.limits, started_at, || {
+        let _ = rt.kill_owned(&owned);
+    })?;
+    if killed_for.is_none() && rt.oom_killed_owned(&owned) {
+        killed_for = Some(Reason::Oom);
+    }
+    let mut outcome = Outcome::finished(pid.as_raw(), done, killed_for, peak, started_at.elapsed());
+    outcome.denials = denials.finish(sup.ro_hint);
+    if !keep {
+        rt.delete_owned(&owned)?;
+    }
+    sup.finish(&outcome)?;
+    Ok(outcome)
+}
+
+/// Sends init's pidfd to `--pidfd-socket`, when asked.
+pub(super) fn send_pidfd(
+    c: &libcontainer::container::Container,
+    sock: Option<&Path>,
+) -> Result<()> {
+    if let (Some(sock), Some(pid)) = (sock, c.pid()) {
+        crate::sys::pidfd::send(sock, pid)?;
+    }
+    Ok(())
+}
+
+fn start_supervised(
+    rt: &Runtime,
+    opts: CreateOptions,
+    pidfd: Option<&Path>,
+    sup: &mut Supervision,
+    denials: &mut Denials,
+) -> Result<(Owned, Pid, Monitor)> {
+    let opts = CreateOptions {
+        // If runsbx is killed, its foreground workload dies with it.
+        die_with_parent: true,
+        foreground: true,
+        ..opts
+    };
+    let mut owned = rt.create_owned(opts)?;
+    let pid = owned.container.pid().ok_or(SuperviseError::NoPid)?;
+    let started = (|| -> Result<Monitor> {
+        // Blocked only now that libcontainer has forked: init must not
+        // inherit a blocked signal mask.
+        let monitor = Monitor::new()?.kill_on(&sup.kill_on);
+        // Likewise a thread: none may run while libcontainer clones.
+        denials.start(pid.as_raw());
+        send_pidfd(&owned.container, pidfd)?;
+        if let Some(expect) = &sup.posture {
+            // Before start, init has everything but seccomp (loaded right
+            // before exec): check the rest while no workload code has run.
+            let before = Expect {
+                seccomp: false,
+                ..expect.clone()
+            };
+            check_posture(pid.as_raw(), &before)?;
+        }
+        rt.start_owned(&mut owned)?;
+        if let Some(expect) = &sup.posture {
+            // After start the workload has exec'd; if it already exited
+            // there is nothing left to check or to stop. It may also exit
+            // during the check (a zombie has no namespace links): a failure
+            // then stands only if it is still alive afterwards.
+            if guard::rss(pid.as_raw()).is_some() {
+                let after = Expect {
+                    max_fd: None,
+                    ..expect.clone()
+                };
+                if let Err(e) = check_posture(pid.as_raw(), &after) {
+                    if guard::rss(pid.as_raw()).is_some() {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        Ok(monitor)
+    })();
+    match started {
+        Ok(m) => Ok((owned, pid, m)),
+        Err(e) => {
+            // Init is this process's child, not reaped yet: its PID is its.
+            let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+            let _ = nix::sys::wait::waitpid(pid, None);
+            let _ = rt.delete_owned(&owned);
+            Err(e)
+        }
+    }
+}

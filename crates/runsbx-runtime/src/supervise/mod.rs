@@ -1,0 +1,121 @@
+//! Foreground supervision: create, check the posture, start, watch
+//! (forwarding signals, enforcing limits), report, delete; and the same
+//! watch over a `--no-userns` process. The CLI turns flags into a
+//! [`Supervision`] and adds its own context to a [`SuperviseError`].
+//!
+//! - `foreground.rs`: the container run (`run`, `sandbox`, `selftest`).
+//! - `direct.rs`: the namespace-less run (`sandbox --no-userns`).
+//! - `posture.rs`: what the workload must look like from the host.
+//! - `watch.rs`: the wait loop and its limits.
+//! - `denials.rs`: `--report-denials` over one run.
+//! - `files.rs`: the status fd and the report file.
+//! - `sandbox.rs`: a generated sandbox bundle staged on disk.
+//! - `selftest.rs`: the escape probe run and judged.
+
+mod denials;
+mod direct;
+mod error;
+mod files;
+mod foreground;
+mod posture;
+pub mod sandbox;
+pub mod selftest;
+mod watch;
+
+use std::fs;
+use std::path::PathBuf;
+
+use nix::sys::signal::Signal;
+
+use crate::guard::{Expect, Limits, Outcome};
+
+pub use direct::{direct, Direct};
+pub use error::{render, SuperviseError};
+pub use files::status_file;
+pub use foreground::foreground;
+pub use posture::sandbox_posture;
+pub use watch::watch;
+
+pub type Result<T> = std::result::Result<T, SuperviseError>;
+
+/// What a foreground run watches and reports.
+pub struct Supervision {
+    pub limits: Limits,
+    pub status_fd: Option<fs::File>,
+    pub report: Option<PathBuf>,
+    /// Checked after create (init, sealed but for seccomp) and after start.
+    pub posture: Option<Expect>,
+    /// The status runsbx exits with when the workload never ran (1 for
+    /// `run`, as runc; 125 for `sandbox`).
+    pub setup_status: i32,
+    /// Signals to runsbx that SIGKILL the workload rather than being
+    /// forwarded (`sandbox`: SIGTERM, SIGHUP; `run` forwards all, as runc).
+    pub kill_on: Vec<Signal>,
+    /// `--report-denials`.
+    pub report_denials: bool,
+    /// After the denials, say which sandbox flag adds what Landlock refused
+    /// to read (`sandbox`: `--ro`).
+    pub ro_hint: bool,
+}
+
+impl Default for Supervision {
+    fn default() -> Self {
+        Self {
+            limits: Limits::default(),
+            status_fd: None,
+            report: None,
+            posture: None,
+            setup_status: 1,
+            kill_on: Vec::new(),
+            report_denials: false,
+            ro_hint: false,
+        }
+    }
+}
+
+impl Supervision {
+    /// Writes one event to the status fd as one line in one write(2), so a
+    /// supervisor reading the file never sees half a line.
+    pub fn emit(&mut self, event: serde_json::Value) {
+        if let Some(f) = self.status_fd.as_mut() {
+            use std::io::Write;
+            let mut line = event.to_string();
+            line.push('\n');
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
+
+    /// Writes the outcome to the status fd and the report file.
+    pub fn finish(&mut self, outcome: &Outcome) -> Result<()> {
+        let mut v = serde_json::to_value(outcome)?;
+        v["event"] = "exit".into();
+        self.emit(v);
+        if let Some(path) = &self.report {
+            files::write_no_follow(path, &serde_json::to_vec_pretty(outcome)?).map_err(
+                |source| SuperviseError::Report {
+                    path: path.clone(),
+                    source,
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Records a run that never started (status [`Self::setup_status`])
+    /// and hands the error back.
+    fn setup_failed(
+        &mut self,
+        e: SuperviseError,
+        started_at: std::time::Instant,
+    ) -> SuperviseError {
+        let outcome = Outcome::setup_failed(render(&e), self.setup_status, started_at.elapsed());
+        let _ = self.finish(&outcome);
+        e
+    }
+}
+
+/// The status runsbx exits with for `outcome` (128+N when killed by signal
+/// N, as runc).
+pub fn exit_status(outcome: &Outcome) -> u8 {
+    outcome.status.clamp(0, 255) as u8
+}

@@ -1,0 +1,266 @@
+//! A generated sandbox on disk: a [`SandboxRequest`] prepared into a
+//! config.json (discovery and generation in runsbx-bundle, the default
+//! seccomp and Landlock policies in runsbx-policy), and materialized as a
+//! bundle in a private directory that is removed with it.
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use libcontainer::oci_spec::runtime::Mount;
+use runsbx_bundle::{
+    discover, discover_cached, generate, host_ids, make_mountpoints, merge_rlimits, parse_env_flag,
+    parse_rlimit_flag, scrub_env, write_bundle, Discovery, GenerateOptions, SandboxRequest,
+    DEFAULT_PATH, NOBODY,
+};
+use runsbx_policy::landlock::LandlockPolicy;
+use runsbx_policy::profile::sandbox_seccomp;
+
+use super::{Result, SuperviseError};
+use crate::premount;
+
+/// A workdir runsbx made and must remove.
+pub struct PrivateDir(pub PathBuf);
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        if let Err(e) = premount::remove_tree(&self.0) {
+            tracing::warn!("leaving {}: {e}", self.0.display());
+        }
+    }
+}
+
+/// A fresh directory under the temporary directory, owned by `owner` when given.
+pub fn private_dir(prefix: &str, owner: Option<(u32, u32)>) -> Result<PrivateDir> {
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .map_err(|e| SuperviseError::step("creating a private directory", e))?
+        .keep();
+    let guard = PrivateDir(dir);
+    if let Some((uid, gid)) = owner {
+        nix::unistd::chown(&guard.0, Some(uid.into()), Some(gid.into()))
+            .map_err(|e| SuperviseError::step(format!("chown {}", guard.0.display()), e))?;
+    }
+    Ok(guard)
+}
+
+/// The container's root is host nobody (or the invoking user): it must be
+/// able to reach the rootfs through the bundle dir.
+pub fn make_traversable(dir: &Path) -> Result<()> {
+    let mut perms = fs::metadata(dir)?.permissions();
+    perms.set_mode(perms.mode() | 0o111);
+    fs::set_permissions(dir, perms)
+        .map_err(|e| SuperviseError::step(format!("chmod {}", dir.display()), e))
+}
+
+/// A generated config.json, what discovery found for it, and the private
+/// workdir it refers to (kept alive by the caller).
+pub struct Prepared {
+    pub config: serde_json::Value,
+    pub workdir: Option<PrivateDir>,
+    pub discovery: Discovery,
+}
+
+/// The generated config.json for `req`; `cache`: discovery's cache directory.
+pub fn prepare(req: &SandboxRequest, cache: Option<&Path>) -> Result<Prepared> {
+    let path_env = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.to_string());
+    let found = match cache {
+        Some(dir) => {
+            let cwd = std::env::current_dir()
+                .map_err(|e| SuperviseError::step("current directory", e))?;
+            discover_cached(&req.command, &path_env, &req.ro, &cwd, dir)?
+        }
+        None => discover(&req.command, &path_env, &req.ro)?,
+    };
+
+    let invoker = (
+        nix::unistd::getuid().as_raw(),
+        nix::unistd::getgid().as_raw(),
+    );
+    let (workdir, private) = match &req.workdir {
+        Some(w) => {
+            if !w.is_absolute() {
+                return Err(SuperviseError::Message(format!(
+                    "--workdir {}: must be an absolute path",
+                    w.display()
+                )));
+            }
+            (w.clone(), None)
+        }
+        None => {
+            // Root's workload runs as host nobody: give it its directory.
+            let owner = (invoker.0 == 0).then_some((NOBODY, NOBODY));
+            let dir = private_dir("runsbx-work-", owner)?;
+            (dir.0.clone(), Some(dir))
+        }
+    };
+    let meta = fs::metadata(&workdir)
+        .map_err(|e| SuperviseError::step(format!("--workdir {}", workdir.display()), e))?;
+    let ids = host_ids(invoker, &workdir, (meta.uid(), meta.gid()))?;
+
+    let explicit = req
+        .env
+        .iter()
+        .map(|e| parse_env_flag(e))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let env = scrub_env(std::env::vars(), &explicit, &workdir);
+    let rlimits = merge_rlimits(
+        &req.rlimits
+            .iter()
+            .map(|r| parse_rlimit_flag(r))
+            .collect::<std::result::Result<Vec<_>, _>>()?,
+    )?;
+    let landlock = LandlockPolicy::sandbox(&found.ro_paths, std::slice::from_ref(&workdir))
+        .only_execute(&found.exec_paths());
+    let options = GenerateOptions {
+        workdir,
+        env,
+        host_ids: ids,
+        rlimits,
+        seccomp: Some(serde_json::to_value(sandbox_seccomp())?),
+        landlock: Some(landlock.to_json()),
+        net: false,
+    };
+    Ok(Prepared {
+        config: generate(&found, &options)?,
+        workdir: private,
+        discovery: found,
+    })
+}
+
+/// `--memory` / `--pids-limit`: cgroup limits in linux.resources.
+pub fn add_resources(
+    config: &mut serde_json::Value,
+    memory: Option<&str>,
+    pids: Option<i64>,
+) -> Result<()> {
+    if let Some(m) = memory {
+        let bytes = crate::guard::parse_size(m)
+            .ok_or_else(|| SuperviseError::Message(format!("--memory {m:?}: not a size")))?;
+        config["linux"]["resources"]["memory"] =
+            serde_json::json!({ "limit": bytes, "swap": bytes });
+    }
+    if let Some(n) = pids {
+        if n < 1 {
+            return Err(SuperviseError::Message(format!(
+                "--pids-limit {n}: must be at least 1"
+            )));
+        }
+        config["linux"]["resources"]["pids"] = serde_json::json!({ "limit": n });
+    }
+    Ok(())
+}
+
+/// A generated bundle on disk, with the read-only binds made for it.
+pub struct Materialized {
+    // Field order is drop order: detach the tmpfs (and the binds in it),
+    // then remove the now empty directory.
+    _scratch: Option<premount::Scratch>,
+    pub dir: PrivateDir,
+}
+
+impl Materialized {
+    /// A bundle with no binds of ours.
+    pub fn plain(dir: PrivateDir) -> Self {
+        Self {
+            _scratch: None,
+            dir,
+        }
+    }
+}
+
+/// Writes `config` as a bundle in a private directory. As root, the
+/// bundle lives on a tmpfs in runsbx's own mount namespace and its
+/// read-only binds are made by runsbx (see premount.rs): the workload's
+/// unprivileged root could not reach sources under /root.
+pub fn materialize(mut config: serde_json::Value) -> Result<Materialized> {
+    let bundle = private_dir("runsbx-bundle-", None)?;
+    make_traversable(&bundle.0)?;
+    if !nix::unistd::geteuid().is_root() {
+        write_bundle(&bundle.0, &config)?;
+        return Ok(Materialized::plain(bundle));
+    }
+    let scratch = premount::scratch(&bundle.0)?;
+    let premounted = take_readonly_binds(&mut config)?;
+    write_bundle(&bundle.0, &config)?;
+    let rootfs = bundle.0.join("rootfs");
+    make_mountpoints(&rootfs, &premounted).map_err(SuperviseError::Message)?;
+    let paths: Vec<PathBuf> = premounted
+        .iter()
+        .filter_map(|m| m.source().clone())
+        .collect();
+    premount::bind_readonly(&rootfs, &paths)?;
+    Ok(Materialized {
+        _scratch: Some(scratch),
+        dir: bundle,
+    })
+}
+
+/// Removes the read-only bind mounts from the config and returns them.
+pub fn take_readonly_binds(config: &mut serde_json::Value) -> Result<Vec<Mount>> {
+    let Some(mounts) = config["mounts"].as_array_mut() else {
+        return Ok(Vec::new());
+    };
+    let (ro, rest): (Vec<_>, Vec<_>) = mounts.drain(..).partition(|m| {
+        m["type"] == "bind"
+            && m["options"]
+                .as_array()
+                .is_some_and(|o| o.iter().any(|x| x == "ro"))
+    });
+    *mounts = rest;
+    Ok(serde_json::from_value(serde_json::Value::Array(ro))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn readonly_binds_are_taken_and_the_rest_kept_in_order() {
+        let mut config = json!({"mounts": [
+            {"destination": "/proc", "type": "proc", "source": "proc"},
+            {"destination": "/usr", "type": "bind", "source": "/usr", "options": ["bind", "ro"]},
+            {"destination": "/w", "type": "bind", "source": "/w", "options": ["bind", "rw"]},
+            {"destination": "/lib", "type": "bind", "source": "/lib", "options": ["ro", "nosuid"]},
+            {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["ro"]},
+        ]});
+        let taken = take_readonly_binds(&mut config).unwrap();
+        let sources: Vec<_> = taken.iter().map(|m| m.source().clone().unwrap()).collect();
+        assert_eq!(sources, [PathBuf::from("/usr"), PathBuf::from("/lib")]);
+        let left: Vec<_> = config["mounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["destination"].as_str().unwrap())
+            .collect();
+        assert_eq!(left, ["/proc", "/w", "/dev"]);
+        assert!(take_readonly_binds(&mut json!({})).unwrap().is_empty());
+    }
+
+    #[test]
+    fn resources_are_checked_and_set() {
+        let mut config = json!({"linux": {}});
+        add_resources(&mut config, Some("64M"), Some(2)).unwrap();
+        assert_eq!(
+            config["linux"]["resources"],
+            json!({"memory": {"limit": 64 << 20, "swap": 64 << 20}, "pids": {"limit": 2}})
+        );
+        let e = |m, p| add_resources(&mut json!({}), m, p).unwrap_err().to_string();
+        assert_eq!(e(Some("0"), None), r#"--memory "0": not a size"#);
+        assert_eq!(e(Some("lots"), None), r#"--memory "lots": not a size"#);
+        assert_eq!(e(None, Some(0)), "--pids-limit 0: must be at least 1");
+    }
+
+    #[test]
+    fn a_relative_workdir_is_refused_by_name() {
+        let req = SandboxRequest {
+            command: vec!["/bin/true".into()],
+            workdir: Some("w".into()),
+            ..Default::default()
+        };
+        let e = prepare(&req, None).err().unwrap().to_string();
+        assert_eq!(e, "--workdir w: must be an absolute path");
+    }
+}
