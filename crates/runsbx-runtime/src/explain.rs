@@ -12,17 +12,17 @@
 //! `process.args[0]` from the host, the way init resolves it, and says when
 //! it cannot tell (the path lies under a mount that is not a bind).
 use std::collections::BTreeSet;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use libcontainer::oci_spec::runtime::{
-    LinuxIdMapping, LinuxNamespaceType, LinuxSeccomp, LinuxSeccompAction, Mount, Spec,
+    LinuxIdMapping, LinuxNamespaceType, LinuxSeccomp, LinuxSeccompAction, Spec,
 };
 use runsbx_policy::landlock::{FsRight, LandlockDefault, LandlockPolicy};
 use runsbx_policy::seccomp::SeccompProgram;
 use serde::Serialize;
 
 use crate::error::Result;
+use crate::spec::facts::{self, NsFact};
 use crate::spec::{Bundle, SandboxPolicy};
 
 /// What `create` checks before any fork, in the same order and with the
@@ -263,14 +263,7 @@ impl Host {
     }
 }
 
-/// Compares a namespace file with runsbx's own (device and inode).
-pub fn is_host_namespace(path: &Path, kind: LinuxNamespaceType) -> bool {
-    let own = format!("/proc/self/ns/{kind}");
-    match (std::fs::metadata(path), std::fs::metadata(own)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    }
-}
+pub use crate::spec::facts::is_host_namespace;
 
 const NS_KINDS: &[LinuxNamespaceType] = &[
     LinuxNamespaceType::User,
@@ -366,8 +359,8 @@ pub fn explain(v: &Validated, executable: Executable, host: &Host) -> Explanatio
             kind: m.typ().clone(),
             source: m.source().clone(),
             options: m.options().clone().unwrap_or_default(),
-            bind: is_bind(m),
-            readonly: mount_readonly(m),
+            bind: facts::is_bind(m),
+            readonly: facts::is_readonly(m),
             landlock: access(m.destination()),
         })
         .collect();
@@ -437,22 +430,15 @@ pub fn explain(v: &Validated, executable: Executable, host: &Host) -> Explanatio
 }
 
 fn namespaces(spec: &Spec, host: &Host) -> Vec<Namespace> {
-    let listed = spec
-        .linux()
-        .as_ref()
-        .and_then(|l| l.namespaces().clone())
-        .unwrap_or_default();
     NS_KINDS
         .iter()
         .map(|&kind| {
-            let mode = match listed.iter().find(|n| n.typ() == kind) {
-                None => NsMode::Host,
-                Some(n) => match n.path() {
-                    Some(p) if !p.as_os_str().is_empty() => NsMode::Joined {
-                        path: p.clone(),
-                        host: (host.is_host_namespace)(p, kind),
-                    },
-                    _ => NsMode::New,
+            let mode = match facts::namespace(spec, kind) {
+                NsFact::Host => NsMode::Host,
+                NsFact::New => NsMode::New,
+                NsFact::Joined(p) => NsMode::Joined {
+                    path: p.to_path_buf(),
+                    host: (host.is_host_namespace)(p, kind),
                 },
             };
             Namespace {
@@ -477,28 +463,6 @@ pub fn host_id(uid: u32, has_userns: bool, joined: bool, maps: &[Mapping]) -> Op
         let offset = uid.checked_sub(m.container_id)?;
         (offset < m.size).then(|| m.host_id.checked_add(offset))?
     })
-}
-
-/// Whether a mount is read-only: the last of `ro`/`rw` wins; neither means rw.
-pub fn mount_readonly(m: &Mount) -> bool {
-    m.options()
-        .iter()
-        .flatten()
-        .rev()
-        .find_map(|o| match o.as_str() {
-            "ro" => Some(true),
-            "rw" => Some(false),
-            _ => None,
-        })
-        .unwrap_or(false)
-}
-
-fn is_bind(m: &Mount) -> bool {
-    m.typ().as_deref() == Some("bind")
-        || m.options()
-            .iter()
-            .flatten()
-            .any(|o| o == "bind" || o == "rbind")
 }
 
 /// Rights a layer really handles on this kernel: with best effort, what the

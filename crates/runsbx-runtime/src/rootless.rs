@@ -27,11 +27,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use libcontainer::oci_spec::runtime::{LinuxIdMapping, Spec};
+use libcontainer::oci_spec::runtime::{LinuxIdMapping, LinuxNamespaceType, Spec};
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 
 use crate::delegation::{self, Delegation};
 use crate::error::{Result, RuntimeError};
+use crate::spec::facts;
 use crate::sys::userns::{self, ShimError};
 
 /// Set once the process is in the shim; a rootless create or exec outside
@@ -252,11 +253,7 @@ pub fn refusal(errno: nix::errno::Errno, host: &HostSettings) -> String {
 /// them), user namespace mappings other than the caller's, and a
 /// process.user that namespace does not map.
 pub fn check_spec(spec: &Spec, uid: u32, gid: u32, delegated: Option<&Delegation>) -> Result<()> {
-    let linux = spec.linux().as_ref();
-    let limits = linux
-        .and_then(|l| l.resources().as_ref())
-        .map(requested_limits)
-        .unwrap_or_default();
+    let limits = facts::requested_limits(spec);
     if let (Some(d), false) = (delegated, limits.is_empty()) {
         // Stops: a limit written to a cgroup whose controller is off, which
         // would fail late (after the cgroup and init exist) or not at all.
@@ -272,15 +269,10 @@ pub fn check_spec(spec: &Spec, uid: u32, gid: u32, delegated: Option<&Delegation
             limits.join(", ")
         )));
     }
-    let new_ns = |t: libcontainer::oci_spec::runtime::LinuxNamespaceType| {
-        linux
-            .and_then(|l| l.namespaces().as_ref())
-            .is_some_and(|ns| ns.iter().any(|n| n.typ() == t && n.path().is_none()))
-    };
     // Stops: processes a rootless workload forks outliving kill --all,
     // delete and --timeout. Without a cgroup those reach init only, and only
     // a pid namespace of its own makes SIGKILL to init end every process.
-    if !new_ns(libcontainer::oci_spec::runtime::LinuxNamespaceType::Pid) {
+    if !facts::is_new_namespace(spec, LinuxNamespaceType::Pid) {
         return Err(RuntimeError::Spec(
             "linux.namespaces has no new pid namespace: rootless runsbx needs one, since without a \
              cgroup only init's pid namespace holds the container's processes \
@@ -288,7 +280,7 @@ pub fn check_spec(spec: &Spec, uid: u32, gid: u32, delegated: Option<&Delegation
                 .into(),
         ));
     }
-    let userns = new_ns(libcontainer::oci_spec::runtime::LinuxNamespaceType::User);
+    let userns = facts::is_new_namespace(spec, LinuxNamespaceType::User);
     if !userns {
         return Err(RuntimeError::Spec(
             "linux.namespaces has no new user namespace: an ordinary user needs one \
@@ -296,9 +288,9 @@ pub fn check_spec(spec: &Spec, uid: u32, gid: u32, delegated: Option<&Delegation
                 .into(),
         ));
     }
-    let one = |maps: Option<&Vec<LinuxIdMapping>>, id: u32, field: &str| -> Result<()> {
-        match maps.map(Vec::as_slice) {
-            Some([m]) if m.host_id() == id && m.size() == 1 => Ok(()),
+    let one = |maps: &[LinuxIdMapping], id: u32, field: &str| -> Result<()> {
+        match maps {
+            [m] if m.host_id() == id && m.size() == 1 => Ok(()),
             _ => Err(RuntimeError::Spec(format!(
                 "linux.{field}: rootless runsbx maps exactly one id, the caller's \
                  ({{\"containerID\": 0, \"hostID\": {id}, \"size\": 1}}); \
@@ -306,16 +298,8 @@ pub fn check_spec(spec: &Spec, uid: u32, gid: u32, delegated: Option<&Delegation
             ))),
         }
     };
-    one(
-        linux.and_then(|l| l.uid_mappings().as_ref()),
-        uid,
-        "uidMappings",
-    )?;
-    one(
-        linux.and_then(|l| l.gid_mappings().as_ref()),
-        gid,
-        "gidMappings",
-    )?;
+    one(facts::uid_mappings(spec), uid, "uidMappings")?;
+    one(facts::gid_mappings(spec), gid, "gidMappings")?;
     if let Some(p) = spec.process() {
         let user = p.user();
         check_mapped(spec, user.uid(), Some(user.gid()), "process.user")?;
@@ -333,93 +317,19 @@ pub fn check_exec_user(spec: &Spec, user: Option<(u32, Option<u32>)>) -> Result<
 }
 
 fn check_mapped(spec: &Spec, uid: u32, gid: Option<u32>, what: &str) -> Result<()> {
-    let linux = spec.linux().as_ref();
-    let mapped = |maps: Option<&Vec<LinuxIdMapping>>, id: u32| {
-        maps.into_iter().flatten().any(|m| {
-            id >= m.container_id()
-                && u64::from(id) < u64::from(m.container_id()) + u64::from(m.size())
-        })
-    };
-    if !mapped(linux.and_then(|l| l.uid_mappings().as_ref()), uid) {
+    if !facts::maps_id(facts::uid_mappings(spec), uid) {
         return Err(RuntimeError::Spec(format!(
             "{what} {uid}: the container's user namespace does not map uid {uid} (rootless: only its root, the caller)"
         )));
     }
     if let Some(gid) = gid {
-        if !mapped(linux.and_then(|l| l.gid_mappings().as_ref()), gid) {
+        if !facts::maps_id(facts::gid_mappings(spec), gid) {
             return Err(RuntimeError::Spec(format!(
                 "{what} {uid}:{gid}: the container's user namespace does not map gid {gid} (rootless: only its root group, the caller's)"
             )));
         }
     }
     Ok(())
-}
-
-/// The limits in `linux.resources` that need a cgroup. Device rules are not
-/// among them: an unprivileged container cannot create device nodes at all
-/// (libcontainer bind-mounts the few it needs), as runc also treats them.
-/// Each with the cgroup v2 controllers it needs.
-fn requested_limits(
-    r: &libcontainer::oci_spec::runtime::LinuxResources,
-) -> Vec<(&'static str, Vec<String>)> {
-    let mut out: Vec<(&'static str, Vec<String>)> = Vec::new();
-    let mut push = |what, controllers: &[&str]| {
-        out.push((what, controllers.iter().map(|c| c.to_string()).collect()));
-    };
-    if let Some(m) = r.memory() {
-        if m.limit().is_some()
-            || m.reservation().is_some()
-            || m.swap().is_some()
-            || m.kernel().is_some()
-            || m.kernel_tcp().is_some()
-            || m.swappiness().is_some()
-            || m.disable_oom_killer().is_some()
-        {
-            push("memory limits", &["memory"]);
-        }
-    }
-    if r.pids().is_some() {
-        push("a pids limit", &["pids"]);
-    }
-    if let Some(c) = r.cpu() {
-        if c.shares().is_some()
-            || c.quota().is_some()
-            || c.period().is_some()
-            || c.realtime_runtime().is_some()
-            || c.realtime_period().is_some()
-            || c.idle().is_some()
-        {
-            push("cpu limits", &["cpu"]);
-        }
-        if c.cpus().is_some() || c.mems().is_some() {
-            push("cpuset limits", &["cpuset"]);
-        }
-    }
-    if r.block_io().is_some() {
-        push("block I/O limits", &["io"]);
-    }
-    if r.hugepage_limits().as_ref().is_some_and(|h| !h.is_empty()) {
-        push("hugepage limits", &["hugetlb"]);
-    }
-    if r.network().is_some() {
-        // cgroup v2 has no net_cls/net_prio: never offered.
-        push("network classes", &["net_cls", "net_prio"]);
-    }
-    if r.rdma().as_ref().is_some_and(|h| !h.is_empty()) {
-        push("rdma limits", &["rdma"]);
-    }
-    if let Some(u) = r.unified().as_ref().filter(|h| !h.is_empty()) {
-        // `memory.max` needs memory; `cgroup.*` files are the core's.
-        let mut needs: Vec<&str> = u
-            .keys()
-            .filter_map(|k| k.split_once('.').map(|(c, _)| c))
-            .filter(|c| *c != "cgroup")
-            .collect();
-        needs.sort_unstable();
-        needs.dedup();
-        push("unified cgroup settings", &needs);
-    }
-    out
 }
 
 /// The bundle's config.json as libcontainer must see it rootless:

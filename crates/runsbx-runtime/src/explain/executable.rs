@@ -6,8 +6,9 @@ use std::path::{Component, Path, PathBuf};
 
 use libcontainer::oci_spec::runtime::Mount;
 
-use super::{is_bind, Executable};
+use super::Executable;
 use crate::error::{Result, RuntimeError};
+use crate::spec::facts::is_bind;
 use crate::spec::Bundle;
 
 /// Where a container path lies on the host.
