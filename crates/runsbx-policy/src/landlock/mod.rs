@@ -17,6 +17,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub mod access;
 mod auto;
 mod parse;
 mod rights;

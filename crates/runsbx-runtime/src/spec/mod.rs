@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Result, RuntimeError};
 
 pub mod facts;
+pub mod validate;
+
+pub use validate::{validate, Validated};
 
 /// Refuses config files above this size before parsing them.
 const MAX_CONFIG_BYTES: u64 = 16 << 20;
