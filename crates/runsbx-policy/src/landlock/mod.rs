@@ -24,7 +24,7 @@ mod rights;
 
 pub use auto::{auto, LandlockDefault};
 pub use parse::{from_config, ANNOTATION};
-pub use rights::{FsRight, NetRight, ScopeRight};
+pub use rights::{can_log, FsRight, NetRight, ScopeRight, AUDIT_ABI};
 
 /// A validated Landlock policy. Build one with [`from_config`],
 /// [`LandlockPolicy::from_json`], [`LandlockPolicy::sandbox`] or [`auto`]; a
