@@ -127,6 +127,20 @@ impl DenialReport {
     }
 }
 
+/// Why no denial at all can be reported.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    #[error(
+        "denials cannot be reported: reading the kernel's audit records needs \
+         CAP_AUDIT_READ (run as root)"
+    )]
+    NotAllowed,
+    #[error("denials cannot be reported: this kernel has no audit subsystem (CONFIG_AUDIT)")]
+    NoAudit,
+    #[error("denials cannot be reported: audit netlink socket: {0}")]
+    Socket(std::io::Error),
+}
+
 /// Opened before the container starts; see [`Watch::start`].
 pub struct Watch {
     log: ReadLog,
@@ -139,18 +153,11 @@ impl Watch {
     /// `landlock`: whether the container has that layer; `seccomp`: its
     /// compiled filter, if any. An error means nothing at all can be
     /// reported, and says why.
-    pub fn open(landlock: bool, seccomp: Option<SeccompProgram>) -> Result<Self, String> {
+    pub fn open(landlock: bool, seccomp: Option<SeccompProgram>) -> Result<Self, WatchError> {
         let log = ReadLog::open().map_err(|e| match e.raw_os_error() {
-            Some(libc::EPERM) | Some(libc::EACCES) => {
-                "denials cannot be reported: reading the kernel's audit records needs \
-                 CAP_AUDIT_READ (run as root)"
-                    .to_string()
-            }
-            Some(libc::EPROTONOSUPPORT) => {
-                "denials cannot be reported: this kernel has no audit subsystem (CONFIG_AUDIT)"
-                    .to_string()
-            }
-            _ => format!("denials cannot be reported: audit netlink socket: {e}"),
+            Some(libc::EPERM) | Some(libc::EACCES) => WatchError::NotAllowed,
+            Some(libc::EPROTONOSUPPORT) => WatchError::NoAudit,
+            _ => WatchError::Socket(e),
         })?;
         let mut notes = Vec::new();
         if seccomp.is_some() && !seccomp_logs_errno() {

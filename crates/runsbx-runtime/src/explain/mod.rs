@@ -206,7 +206,7 @@ mod text;
 mod warnings;
 
 pub use crate::spec::facts::is_host_namespace;
-pub use executable::find_executable;
+pub use executable::{find_executable, ExecutableError};
 pub use gather::{explain, host_id, Host};
 pub use warnings::warnings;
 
