@@ -295,19 +295,23 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
     Duration::try_from_secs_f64(secs).ok()
 }
 
-/// Parses `512M`, `1G`, `1048576`, `64K` (binary units) into bytes.
-pub fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim();
+/// runsbx's one size parser: `512M`, `1G`, `1048576`, `64K` (binary units)
+/// into bytes. Zero is a size here (an rlimit of 0 is meaningful); callers
+/// that need a positive one say so, as [`parse_size`] does.
+pub fn parse_bytes(s: &str) -> Option<u64> {
     let (num, mult) = match s.as_bytes().last()? {
         b'K' | b'k' => (&s[..s.len() - 1], 1u64 << 10),
         b'M' | b'm' => (&s[..s.len() - 1], 1 << 20),
         b'G' | b'g' => (&s[..s.len() - 1], 1 << 30),
         _ => (s, 1),
     };
-    num.parse::<u64>()
-        .ok()?
-        .checked_mul(mult)
-        .filter(|n| *n > 0)
+    num.parse::<u64>().ok()?.checked_mul(mult)
+}
+
+/// A size limit (`--rss-limit`, `--memory`): [`parse_bytes`] of the trimmed
+/// text, refusing zero, which no workload could run under.
+pub fn parse_size(s: &str) -> Option<u64> {
+    parse_bytes(s.trim()).filter(|n| *n > 0)
 }
 
 #[cfg(test)]
@@ -376,6 +380,31 @@ mod tests {
         assert_eq!(parse_size("4096"), Some(4096));
         for bad in ["", "M", "0", "-1M", "1T", "99999999999999999999"] {
             assert_eq!(parse_size(bad), None, "{bad}");
+        }
+    }
+
+    /// The zero case is where the two parsers differed: a limit refuses it,
+    /// a plain size (an rlimit) keeps it.
+    #[test]
+    fn sizes_table_with_zero() {
+        let rows: &[(&str, Option<u64>, Option<u64>)] = &[
+            ("0", Some(0), None),
+            ("0K", Some(0), None),
+            ("0g", Some(0), None),
+            ("1", Some(1), Some(1)),
+            ("64k", Some(64 << 10), Some(64 << 10)),
+            ("2M", Some(2 << 20), Some(2 << 20)),
+            ("1G", Some(1 << 30), Some(1 << 30)),
+            (" 5M ", None, Some(5 << 20)),
+            ("", None, None),
+            ("K", None, None),
+            ("-1", None, None),
+            ("1T", None, None),
+            ("17179869184G", None, None),
+        ];
+        for (text, bytes, size) in rows {
+            assert_eq!(parse_bytes(text), *bytes, "parse_bytes({text:?})");
+            assert_eq!(parse_size(text), *size, "parse_size({text:?})");
         }
     }
 }
