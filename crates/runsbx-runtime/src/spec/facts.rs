@@ -92,12 +92,17 @@ pub fn options_readonly<'a>(options: impl DoubleEndedIterator<Item = &'a str>) -
         .unwrap_or(false)
 }
 
+/// A bind that ends read-only (what `sandbox` makes itself before create).
+pub fn is_readonly_bind(m: &Mount) -> bool {
+    is_bind(m) && is_readonly(m)
+}
+
 /// The read-only binds of a spec, in order.
 pub fn readonly_binds(spec: &Spec) -> impl Iterator<Item = &Mount> {
     spec.mounts()
         .iter()
         .flatten()
-        .filter(|m| is_bind(m) && is_readonly(m))
+        .filter(|m| is_readonly_bind(m))
 }
 
 /// The user namespace's uid mappings (empty when there are none).
