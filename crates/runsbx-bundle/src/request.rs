@@ -26,7 +26,8 @@ pub struct SandboxRequest {
 }
 
 /// `NAME=SOFT[:HARD]`; sizes take K, M, G suffixes; `unlimited` is allowed.
-/// Unlike guard::parse_size, 0 is a valid limit (`CORE=0`).
+/// Zero is a valid limit (`CORE=0`): runsbx_policy::units::parse_bytes, not
+/// guard::parse_size.
 pub fn parse_rlimit_flag(arg: &str) -> Result<(String, u64, u64), BundleError> {
     let bad = |reason: String| BundleError::RlimitFlag {
         arg: arg.to_string(),
@@ -44,17 +45,7 @@ pub fn parse_rlimit_flag(arg: &str) -> Result<(String, u64, u64), BundleError> {
         if v == "unlimited" {
             return Ok(u64::MAX);
         }
-        let (digits, mult) = match v.as_bytes().last() {
-            Some(b'K' | b'k') => (&v[..v.len() - 1], 1u64 << 10),
-            Some(b'M' | b'm') => (&v[..v.len() - 1], 1 << 20),
-            Some(b'G' | b'g') => (&v[..v.len() - 1], 1 << 30),
-            _ => (v, 1),
-        };
-        digits
-            .parse::<u64>()
-            .ok()
-            .and_then(|n| n.checked_mul(mult))
-            .ok_or_else(|| bad(format!("{v:?} is not a number")))
+        runsbx_policy::units::parse_bytes(v).ok_or_else(|| bad(format!("{v:?} is not a number")))
     };
     Ok((name, num(soft)?, num(hard)?))
 }

@@ -9,3 +9,4 @@
 pub mod landlock;
 pub mod profile;
 pub mod seccomp;
+pub mod units;

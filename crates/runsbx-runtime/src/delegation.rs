@@ -203,31 +203,67 @@ pub fn parent_of(path: &str) -> &str {
 /// container's cgroup went with it (a cgroup with children cannot be
 /// removed), so there is nothing to show and `delete` can still clear the
 /// state.
-pub fn parent_dir(uid: u32, container: &str) -> Result<Option<PathBuf>, String> {
+pub fn parent_dir(uid: u32, container: &str) -> Result<Option<PathBuf>, DelegationError> {
     let parent = parent_of(container);
     if !valid_path(container) || container == "/" || !valid_path(parent) {
-        return Err(format!(
-            "recorded cgroup {container:?} is not a valid cgroup path"
-        ));
+        return Err(DelegationError::InvalidPath(container.to_string()));
     }
-    let mount = v2_mount().ok_or("this host has no cgroup v2 hierarchy")?;
+    let mount = v2_mount().ok_or(DelegationError::NoCgroupV2)?;
     let dir = host_dir(&mount, parent);
     if fs::symlink_metadata(&dir).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
         return Ok(None);
     }
     if !delegated_dir(uid, &dir) {
-        return Err(format!(
-            "the container's cgroup parent {parent} is not (or no longer) delegated to uid {uid}"
-        ));
+        return Err(DelegationError::NotDelegated {
+            parent: parent.to_string(),
+            uid,
+        });
     }
     Ok(Some(dir))
+}
+
+/// Why a delegated cgroup cannot be used, or cannot hold the limits asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DelegationError {
+    #[error("recorded cgroup {0:?} is not a valid cgroup path")]
+    InvalidPath(String),
+    #[error("this host has no cgroup v2 hierarchy")]
+    NoCgroupV2,
+    #[error("the container's cgroup parent {parent} is not (or no longer) delegated to uid {uid}")]
+    NotDelegated { parent: String, uid: u32 },
+    /// Controllers the delegated cgroup does not offer at all.
+    #[error(
+        "linux.resources asks for {asks}: the delegated cgroup {cgroup} does not offer the {} {} \
+         (available: {available})",
+        .missing.join(", "),
+        if .missing.len() == 1 { "controller" } else { "controllers" }
+    )]
+    Missing {
+        asks: String,
+        cgroup: String,
+        missing: Vec<String>,
+        available: String,
+    },
+    /// Controllers it offers but does not enable for its children.
+    #[error(
+        "linux.resources asks for {asks}: the {} {} not enabled in {cgroup}/cgroup.subtree_control, \
+         and cannot be while that cgroup holds processes (runsbx runs in it; cgroup v2's \
+         no-internal-processes rule)",
+        .disabled.join(", "),
+        if .disabled.len() == 1 { "controller is" } else { "controllers are" }
+    )]
+    Disabled {
+        asks: String,
+        disabled: Vec<String>,
+        cgroup: String,
+    },
 }
 
 /// Limits need controllers: `wanted` pairs what the spec asks for (as
 /// named in errors) with the controllers it needs. Every needed controller
 /// must be offered by the delegated cgroup and already enabled for its
 /// children (it cannot be enabled here: see the module doc).
-pub fn check_limits(d: &Delegation, wanted: &[(&str, Vec<String>)]) -> Result<(), String> {
+pub fn check_limits(d: &Delegation, wanted: &[(&str, Vec<String>)]) -> Result<(), DelegationError> {
     let asks = wanted
         .iter()
         .map(|(w, _)| *w)
@@ -244,39 +280,25 @@ pub fn check_limits(d: &Delegation, wanted: &[(&str, Vec<String>)]) -> Result<()
             disabled.push(c);
         }
     }
-    let plural = |v: &[&str]| {
-        if v.len() == 1 {
-            "controller"
-        } else {
-            "controllers"
-        }
-    };
+    let owned = |v: &[&str]| v.iter().map(|c| c.to_string()).collect();
     if !missing.is_empty() {
         let available = match d.controllers.is_empty() {
             true => "none".to_string(),
             false => d.controllers.join(" "),
         };
-        return Err(format!(
-            "linux.resources asks for {asks}: the delegated cgroup {} does not offer the {} {} \
-             (available: {available})",
-            d.cgroup,
-            missing.join(", "),
-            plural(&missing)
-        ));
+        return Err(DelegationError::Missing {
+            asks,
+            cgroup: d.cgroup.clone(),
+            missing: owned(&missing),
+            available,
+        });
     }
     if !disabled.is_empty() {
-        return Err(format!(
-            "linux.resources asks for {asks}: the {} {} not enabled in {}/cgroup.subtree_control, \
-             and cannot be while that cgroup holds processes (runsbx runs in it; cgroup v2's \
-             no-internal-processes rule)",
-            disabled.join(", "),
-            if disabled.len() == 1 {
-                "controller is"
-            } else {
-                "controllers are"
-            },
-            d.cgroup
-        ));
+        return Err(DelegationError::Disabled {
+            asks,
+            disabled: owned(&disabled),
+            cgroup: d.cgroup.clone(),
+        });
     }
     Ok(())
 }
@@ -365,15 +387,21 @@ mod tests {
     #[test]
     fn limits_name_what_is_missing() {
         let mem = [("memory limits", vec!["memory".to_string()])];
-        let err = check_limits(&deleg(&["hugetlb"], &[]), &mem).unwrap_err();
+        let err = check_limits(&deleg(&["hugetlb"], &[]), &mem)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             "linux.resources asks for memory limits: the delegated cgroup /runsbx-test does not \
              offer the memory controller (available: hugetlb)"
         );
-        let err = check_limits(&deleg(&[], &[]), &mem).unwrap_err();
+        let err = check_limits(&deleg(&[], &[]), &mem)
+            .unwrap_err()
+            .to_string();
         assert!(err.ends_with("(available: none)"), "{err}");
-        let err = check_limits(&deleg(&["memory", "pids"], &["pids"]), &mem).unwrap_err();
+        let err = check_limits(&deleg(&["memory", "pids"], &["pids"]), &mem)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains(
                 "the memory controller is not enabled in /runsbx-test/cgroup.subtree_control"

@@ -29,6 +29,10 @@ pub enum RuntimeError {
     Seccomp(#[from] SeccompError),
     #[error(transparent)]
     Landlock(#[from] LandlockError),
+    #[error(transparent)]
+    Rootless(#[from] crate::rootless::RootlessError),
+    #[error(transparent)]
+    Executable(#[from] crate::explain::ExecutableError),
     /// An error raised by the container's init just before exec, carried back
     /// by the report channel.
     #[error("{0}")]

@@ -133,6 +133,9 @@ pub fn live_task(pid: i32) -> Option<std::path::PathBuf> {
         .find(|p| rss_at(p).is_some())
 }
 
+/// Read by hand, not with procfs's Status: that parse fails on any field it
+/// cannot read, and a `None` here means "this thread is gone", which would
+/// let a live workload outgrow the RSS ceiling unwatched.
 fn rss_at(proc_dir: &Path) -> Option<u64> {
     let status = std::fs::read_to_string(proc_dir.join("status")).ok()?;
     status_field(&status, "VmRSS:")?
@@ -182,40 +185,58 @@ pub fn posture(proc_dir: &Path, expect: &Expect) -> Result<Vec<String>, String> 
         .collect())
 }
 
-/// The pure part of [`posture`]: the fields of /proc/<pid>/status.
+/// The pure part of [`posture`]: the fields of /proc/<pid>/status, read
+/// with procfs. A status it cannot read is a failure, not a pass.
 pub fn check_status(status: &str, expect: &Expect) -> Vec<String> {
+    use procfs::FromBufRead;
+    match procfs::process::Status::from_buf_read(status.as_bytes()) {
+        Ok(st) => check_fields(&st, expect),
+        Err(e) => vec![format!("/proc status unreadable: {e}")],
+    }
+}
+
+fn check_fields(st: &procfs::process::Status, expect: &Expect) -> Vec<String> {
     let mut off = Vec::new();
-    let field = |name| status_field(status, name).unwrap_or("");
-    if expect.no_new_privs && field("NoNewPrivs:") != "1" {
-        off.push(format!("NoNewPrivs is {:?}, want 1", field("NoNewPrivs:")));
+    // Rendered as the kernel writes them, for messages unchanged from the
+    // hand parser: decimal, caps as 16 hex digits, absent as empty.
+    let dec = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+    let nnp = dec(st.nonewprivs);
+    if expect.no_new_privs && nnp != "1" {
+        off.push(format!("NoNewPrivs is {nnp:?}, want 1"));
     }
     // 3 is SECCOMP_MODE_DEAD: the filter has just killed the process, so
     // a filter was in force; seen when the workload dies of it at once.
-    if expect.seccomp && !matches!(field("Seccomp:"), "2" | "3") {
-        off.push(format!(
-            "Seccomp is {:?}, want 2 (filter)",
-            field("Seccomp:")
-        ));
+    let seccomp = dec(st.seccomp.map(u64::from));
+    if expect.seccomp && !matches!(seccomp.as_str(), "2" | "3") {
+        off.push(format!("Seccomp is {seccomp:?}, want 2 (filter)"));
     }
     if expect.no_caps {
-        for cap in ["CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"] {
-            if cap == "CapBnd:" && expect.bounding_may_remain && expect.no_new_privs {
+        let sets = [
+            ("CapInh", Some(st.capinh)),
+            ("CapPrm", Some(st.capprm)),
+            ("CapEff", Some(st.capeff)),
+            ("CapBnd", st.capbnd),
+            ("CapAmb", st.capamb),
+        ];
+        for (cap, v) in sets {
+            if cap == "CapBnd" && expect.bounding_may_remain && expect.no_new_privs {
                 continue;
             }
-            let v = field(cap);
-            if u64::from_str_radix(v, 16) != Ok(0) {
-                off.push(format!("{} is {v}, want 0", cap.trim_end_matches(':')));
+            if v != Some(0) {
+                let v = v.map(|v| format!("{v:016x}")).unwrap_or_default();
+                off.push(format!("{cap} is {v}, want 0"));
             }
         }
     }
     if expect.not_host_root {
-        for id in ["Uid:", "Gid:"] {
-            if field(id).split_whitespace().any(|v| v == "0") {
-                off.push(format!(
-                    "{} is {:?}: host root",
-                    id.trim_end_matches(':'),
-                    field(id)
-                ));
+        let ids = [
+            ("Uid", [st.ruid, st.euid, st.suid, st.fuid]),
+            ("Gid", [st.rgid, st.egid, st.sgid, st.fgid]),
+        ];
+        for (id, v) in ids {
+            if v.contains(&0) {
+                let text = format!("{}\t{}\t{}\t{}", v[0], v[1], v[2], v[3]);
+                off.push(format!("{id} is {text:?}: host root"));
             }
         }
     }
@@ -295,26 +316,24 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
     Duration::try_from_secs_f64(secs).ok()
 }
 
-/// Parses `512M`, `1G`, `1048576`, `64K` (binary units) into bytes.
+pub use runsbx_policy::units::parse_bytes;
+
+/// A size limit (`--rss-limit`, `--memory`): [`parse_bytes`] of the trimmed
+/// text, refusing zero, which no workload could run under.
 pub fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let (num, mult) = match s.as_bytes().last()? {
-        b'K' | b'k' => (&s[..s.len() - 1], 1u64 << 10),
-        b'M' | b'm' => (&s[..s.len() - 1], 1 << 20),
-        b'G' | b'g' => (&s[..s.len() - 1], 1 << 30),
-        _ => (s, 1),
-    };
-    num.parse::<u64>()
-        .ok()?
-        .checked_mul(mult)
-        .filter(|n| *n > 0)
+    parse_bytes(s.trim()).filter(|n| *n > 0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const STATUS: &str = "Name:\tpython3\nUid:\t65534\t65534\t65534\t65534\nGid:\t65534\t65534\t65534\t65534\n\
+    /// A whole status of a sealed workload, as procfs needs every field the
+    /// kernel always writes.
+    const STATUS: &str = "Name:\tpython3\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t7\nNgid:\t0\nPid:\t7\nPPid:\t1\n\
+        TracerPid:\t0\nUid:\t65534\t65534\t65534\t65534\nGid:\t65534\t65534\t65534\t65534\nFDSize:\t64\nGroups:\t \n\
+        NStgid:\t7\nNSpid:\t7\nThreads:\t1\nSigQ:\t0/96362\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000000\n\
+        SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\nSigCgt:\t0000000000000000\n\
         VmRSS:\t   1234 kB\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\n\
         CapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n";
 
@@ -362,6 +381,36 @@ mod tests {
         assert!(!check_status("Name:\tx\n", &strict()).is_empty());
     }
 
+    /// The words stay those of the hand parser procfs replaced.
+    #[test]
+    fn messages_quote_the_kernels_values() {
+        let off = |from: &str, to: &str| check_status(&STATUS.replace(from, to), &strict());
+        assert_eq!(
+            off("NoNewPrivs:\t1", "NoNewPrivs:\t0"),
+            ["NoNewPrivs is \"0\", want 1"]
+        );
+        assert_eq!(
+            off("Seccomp:\t2\n", ""),
+            ["Seccomp is \"\", want 2 (filter)"]
+        );
+        assert_eq!(
+            off("CapBnd:\t0000000000000000", "CapBnd:\t000001ffffffffff"),
+            ["CapBnd is 000001ffffffffff, want 0"]
+        );
+        assert_eq!(
+            off("Gid:\t65534\t65534", "Gid:\t65534\t0"),
+            ["Gid is \"65534\\t0\\t65534\\t65534\": host root"]
+        );
+    }
+
+    /// This kernel's own status reads (a parse failure would fail every
+    /// posture check).
+    #[test]
+    fn this_kernels_status_reads() {
+        let own = std::fs::read_to_string("/proc/self/status").unwrap();
+        assert!(check_status(&own, &Expect::default()).is_empty());
+    }
+
     #[test]
     fn durations_and_sizes() {
         assert_eq!(parse_duration("10s"), Some(Duration::from_secs(10)));
@@ -376,6 +425,31 @@ mod tests {
         assert_eq!(parse_size("4096"), Some(4096));
         for bad in ["", "M", "0", "-1M", "1T", "99999999999999999999"] {
             assert_eq!(parse_size(bad), None, "{bad}");
+        }
+    }
+
+    /// The zero case is where the two parsers differed: a limit refuses it,
+    /// a plain size (an rlimit) keeps it.
+    #[test]
+    fn sizes_table_with_zero() {
+        let rows: &[(&str, Option<u64>, Option<u64>)] = &[
+            ("0", Some(0), None),
+            ("0K", Some(0), None),
+            ("0g", Some(0), None),
+            ("1", Some(1), Some(1)),
+            ("64k", Some(64 << 10), Some(64 << 10)),
+            ("2M", Some(2 << 20), Some(2 << 20)),
+            ("1G", Some(1 << 30), Some(1 << 30)),
+            (" 5M ", None, Some(5 << 20)),
+            ("", None, None),
+            ("K", None, None),
+            ("-1", None, None),
+            ("1T", None, None),
+            ("17179869184G", None, None),
+        ];
+        for (text, bytes, size) in rows {
+            assert_eq!(parse_bytes(text), *bytes, "parse_bytes({text:?})");
+            assert_eq!(parse_size(text), *size, "parse_size({text:?})");
         }
     }
 }

@@ -211,7 +211,7 @@ pub fn enforce_logging(
         ruleset = ruleset.scope(scopes(policy.scoped.iter().copied()))?;
     }
     let mut created = ruleset.create()?.no_new_privs(true);
-    if log_after_exec && crate::denials::landlock_can_log(kernel_abi) {
+    if log_after_exec && runsbx_policy::landlock::can_log(kernel_abi) {
         created = created.log_new_exec(true)?;
     }
     for rule in path_rules {

@@ -17,13 +17,14 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub mod access;
 mod auto;
 mod parse;
 mod rights;
 
 pub use auto::{auto, LandlockDefault};
 pub use parse::{from_config, ANNOTATION};
-pub use rights::{FsRight, NetRight, ScopeRight};
+pub use rights::{can_log, FsRight, NetRight, ScopeRight, AUDIT_ABI};
 
 /// A validated Landlock policy. Build one with [`from_config`],
 /// [`LandlockPolicy::from_json`], [`LandlockPolicy::sandbox`] or [`auto`]; a

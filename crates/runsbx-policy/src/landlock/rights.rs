@@ -108,9 +108,26 @@ impl FsRight {
     }
 }
 
+/// The Landlock ABI whose kernels write audit records of denials and can
+/// keep logging them past exec (Linux 6.15).
+pub const AUDIT_ABI: u8 = 7;
+
+/// Whether a kernel of `kernel_abi` can log Landlock denials past exec.
+pub fn can_log(kernel_abi: Option<u8>) -> bool {
+    kernel_abi.is_some_and(|abi| abi >= AUDIT_ABI)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn logging_needs_the_audit_abi() {
+        assert!(!can_log(None));
+        assert!(!can_log(Some(AUDIT_ABI - 1)));
+        assert!(can_log(Some(AUDIT_ABI)));
+        assert!(can_log(Some(AUDIT_ABI + 1)));
+    }
 
     #[test]
     fn names_round_trip_and_are_unique() {

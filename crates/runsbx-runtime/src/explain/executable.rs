@@ -6,8 +6,9 @@ use std::path::{Component, Path, PathBuf};
 
 use libcontainer::oci_spec::runtime::Mount;
 
-use super::{is_bind, Executable};
-use crate::error::{Result, RuntimeError};
+use super::Executable;
+use crate::error::Result;
+use crate::spec::facts::is_bind;
 use crate::spec::Bundle;
 
 /// Where a container path lies on the host.
@@ -110,6 +111,20 @@ fn push_components(todo: &mut Vec<OsString>, path: &Path) {
     todo.extend(parts.into_iter().rev());
 }
 
+/// Why `process.args[0]` cannot be executed, in the words init's exec
+/// failure would use.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecutableError {
+    #[error("exec: {0:?}: executable file not found in $PATH")]
+    NotInPath(String),
+    #[error("exec {}: {err}", .path.display())]
+    Io { path: PathBuf, err: io::Error },
+    #[error("exec {}: not a regular file", .0.display())]
+    NotRegular(PathBuf),
+    #[error("exec {}: permission denied (no execute bit)", .0.display())]
+    NotExecutable(PathBuf),
+}
+
 /// Looks for `process.args[0]` as init will (`executor::resolve` and
 /// `check_executable`): a name with a `/` is taken as is (relative to the
 /// cwd), other names are searched in the container's `PATH`. A missing or
@@ -127,8 +142,6 @@ pub fn find_executable(bundle: &Bundle) -> Result<Executable> {
         mounts: &mounts,
     };
     let cwd = Path::new("/").join(process.cwd());
-    let init_err = |msg: String| RuntimeError::Init(msg);
-
     let (shown, container_path) = if name.contains('/') {
         (PathBuf::from(&name), cwd.join(&name))
     } else {
@@ -147,30 +160,34 @@ pub fn find_executable(bundle: &Bundle) -> Result<Executable> {
                 _ => {}
             }
         }
-        found.ok_or_else(|| {
-            init_err(format!(
-                "exec: {name:?}: executable file not found in $PATH"
-            ))
-        })?
+        found.ok_or_else(|| ExecutableError::NotInPath(name.clone()))?
     };
     let host = match view.resolve(&container_path) {
         Ok(Ok(h)) => h,
         Ok(Err(why)) => return Ok(Executable::NotChecked { reason: why }),
-        Err(e) => return Err(init_err(format!("exec {}: {e}", shown.display()))),
+        Err(e) => {
+            return Err(ExecutableError::Io {
+                path: shown,
+                err: e,
+            }
+            .into())
+        }
     };
-    let meta =
-        std::fs::metadata(&host).map_err(|e| init_err(format!("exec {}: {e}", shown.display())))?;
+    let meta = match std::fs::metadata(&host) {
+        Ok(m) => m,
+        Err(e) => {
+            return Err(ExecutableError::Io {
+                path: shown,
+                err: e,
+            }
+            .into())
+        }
+    };
     if !meta.is_file() {
-        return Err(init_err(format!(
-            "exec {}: not a regular file",
-            shown.display()
-        )));
+        return Err(ExecutableError::NotRegular(shown).into());
     }
     if meta.permissions().mode() & 0o111 == 0 {
-        return Err(init_err(format!(
-            "exec {}: permission denied (no execute bit)",
-            shown.display()
-        )));
+        return Err(ExecutableError::NotExecutable(shown).into());
     }
     Ok(Executable::Found {
         path: container_path,

@@ -27,7 +27,7 @@ impl Denials {
         };
         match Watch::open(landlock, seccomp) {
             Ok(w) => Self::Ready(w),
-            Err(note) => Self::Unavailable(note),
+            Err(note) => Self::Unavailable(note.to_string()),
         }
     }
 

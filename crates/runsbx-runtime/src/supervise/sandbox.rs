@@ -199,17 +199,15 @@ pub fn materialize(mut config: serde_json::Value) -> Result<Materialized> {
 
 /// Removes the read-only bind mounts from the config and returns them.
 pub fn take_readonly_binds(config: &mut serde_json::Value) -> Result<Vec<Mount>> {
-    let Some(mounts) = config["mounts"].as_array_mut() else {
+    if !config["mounts"].is_array() {
         return Ok(Vec::new());
-    };
-    let (ro, rest): (Vec<_>, Vec<_>) = mounts.drain(..).partition(|m| {
-        m["type"] == "bind"
-            && m["options"]
-                .as_array()
-                .is_some_and(|o| o.iter().any(|x| x == "ro"))
-    });
-    *mounts = rest;
-    Ok(serde_json::from_value(serde_json::Value::Array(ro))?)
+    }
+    let mounts: Vec<Mount> = serde_json::from_value(config["mounts"].take())?;
+    let (ro, rest): (Vec<_>, Vec<_>) = mounts
+        .into_iter()
+        .partition(crate::spec::facts::is_readonly_bind);
+    config["mounts"] = serde_json::to_value(rest)?;
+    Ok(ro)
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use runsbx_runtime::explain::{self, Host};
+use runsbx_runtime::spec;
 
 use super::Ctx;
 use crate::cli::{Check, LogFormat};
@@ -23,7 +24,7 @@ pub fn print(
     format: LogFormat,
     discovery: Option<&runsbx_bundle::Discovery>,
 ) -> Result<()> {
-    let validated = explain::validate(dir, &ctx.rt.landlock_default)?;
+    let validated = spec::validate(dir, &ctx.rt.landlock_default)?;
     let executable = explain::find_executable(&validated.bundle)?;
     let explanation = explain::explain(&validated, executable, &Host::current());
     let mut out = std::io::stdout().lock();

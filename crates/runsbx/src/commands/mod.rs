@@ -112,17 +112,21 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<u8> {
 /// True unless the bundle's config asks for a new pid namespace (no path).
 /// An unreadable config counts as joining: fail safe, seal.
 fn joins_pid_namespace(bundle: &Path) -> bool {
+    use runsbx_runtime::spec::facts;
     let Ok(text) = std::fs::read(bundle.join("config.json")) else {
         return true;
     };
-    let Ok(config) = serde_json::from_slice::<serde_json::Value>(&text) else {
+    // Unreadable as a spec: sealed, since load refuses it later anyway.
+    let Ok(spec) = serde_json::from_slice::<libcontainer::oci_spec::runtime::Spec>(&text) else {
         return true;
     };
-    let namespaces = config["linux"]["namespaces"].as_array();
-    // The last pid entry is the one libcontainer uses (duplicates are
-    // refused later, at load; decide as libcontainer would meanwhile).
-    let pid = namespaces.and_then(|ns| ns.iter().rev().find(|n| n["type"] == "pid"));
-    !pid.is_some_and(|n| n["path"].as_str().is_none_or(str::is_empty))
+    // As libcontainer decides (spec::facts): the last pid entry counts
+    // (duplicates are refused later, at load), and only one without a
+    // path is new; an empty path is a join.
+    !facts::is_new_namespace(
+        &spec,
+        libcontainer::oci_spec::runtime::LinuxNamespaceType::Pid,
+    )
 }
 
 /// `--version`, in runc's layout (containerd and podman parse the first

@@ -12,6 +12,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, RuntimeError};
 
+pub mod facts;
+pub mod validate;
+
+pub use validate::{validate, Validated};
+
 /// Refuses config files above this size before parsing them.
 const MAX_CONFIG_BYTES: u64 = 16 << 20;
 
@@ -156,11 +161,7 @@ impl Bundle {
             // A missing bind source: libcontainer would only say "failed to
             // prepare rootfs", from init. (A relative source is resolved by
             // libcontainer against runsbx's cwd, not the bundle: left to it.)
-            let bind = m.typ().as_deref() == Some("bind")
-                || m.options()
-                    .iter()
-                    .flatten()
-                    .any(|o| o == "bind" || o == "rbind");
+            let bind = facts::is_bind(m);
             let source = m.source().as_deref().filter(|s| s.is_absolute());
             if let (true, Some(source)) = (bind, source) {
                 if let Err(e) = fs::symlink_metadata(source) {

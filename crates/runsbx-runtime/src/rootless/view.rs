@@ -1,0 +1,70 @@
+//! The config.json libcontainer sees rootless, bound over the real one.
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+
+use super::{cgroup_path, delegated, require_shim};
+use crate::delegation;
+use crate::error::{Result, RuntimeError};
+
+/// The bundle's config.json as libcontainer must see it rootless:
+/// `linux.cgroupsPath` replaced by an absolute path of runsbx's own (see the
+/// module doc). Bound over the real file in this process's private mount
+/// namespace; removed on drop. Nobody else sees it, and the file on disk is
+/// never written.
+pub struct ConfigView {
+    target: PathBuf,
+    copy: PathBuf,
+}
+
+impl ConfigView {
+    pub fn bind(
+        bundle_dir: &Path,
+        raw: &serde_json::Value,
+        state_root: &Path,
+        id: &str,
+    ) -> Result<Self> {
+        require_shim()?;
+        let mut raw = raw.clone();
+        let path = match delegated() {
+            Some(_) => delegation::shim_path(id),
+            None => cgroup_path(id),
+        };
+        raw["linux"]["cgroupsPath"] = serde_json::Value::String(path);
+        Self::over(bundle_dir, &raw, state_root, id)
+    }
+
+    /// Shows libcontainer `raw` as the bundle's config.json, through a bind
+    /// that must be made in a private mount namespace of this process (the
+    /// shim, or the one of prebind.rs). The copy is named so that
+    /// `remove_stale_reports` removes it when its process died half-way.
+    pub fn over(
+        bundle_dir: &Path,
+        raw: &serde_json::Value,
+        state_root: &Path,
+        id: &str,
+    ) -> Result<Self> {
+        let copy = state_root.join(format!(".{id}.{}.config.json", std::process::id()));
+        let text = serde_json::to_vec(raw).map_err(|e| RuntimeError::Spec(e.to_string()))?;
+        fs::write(&copy, text)
+            .map_err(|e| RuntimeError::io(format!("write {}", copy.display()), e))?;
+        let target = bundle_dir.join("config.json");
+        let view = Self { target, copy };
+        mount::<Path, Path, str, str>(Some(&view.copy), &view.target, None, MsFlags::MS_BIND, None)
+            .map_err(|e| {
+                RuntimeError::sys(
+                    format!("bind config view over {}", view.target.display()),
+                    e,
+                )
+            })?;
+        Ok(view)
+    }
+}
+
+impl Drop for ConfigView {
+    fn drop(&mut self) {
+        let _ = umount2(&self.target, MntFlags::MNT_DETACH);
+        let _ = fs::remove_file(&self.copy);
+    }
+}
