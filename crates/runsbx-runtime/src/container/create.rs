@@ -1,0 +1,301 @@
+//! `create`: validate the bundle, take the id, fork init through
+//! libcontainer and record what runsbx needs later (runsbx.json).
+
+use std::fs;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use libcontainer::container::builder::ContainerBuilder;
+use libcontainer::container::Container;
+use libcontainer::syscall::syscall::SyscallType;
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+
+use super::lock::CreateLock;
+use super::sidecar::{proc_starttime, write_sidecar, Sidecar};
+use super::{validate_id, CreateOptions, Owned, Runtime};
+use crate::cgroup::{kill_cgroup, kill_cgroup_path, needs_no_cgroup, verify_cgroup_free};
+use crate::error::{Result, RuntimeError};
+use crate::executor::SandboxExecutor;
+use crate::report::PendingReport;
+use crate::spec::Bundle;
+
+impl Runtime {
+    pub fn create(&self, opts: CreateOptions) -> Result<Container> {
+        self.create_owned(opts).map(|o| o.container)
+    }
+
+    /// `create` for the process that goes on to start, wait for and delete
+    /// the container (a foreground `run`): it keeps what it made, so start
+    /// and delete need not find it again by id.
+    pub fn create_owned(&self, opts: CreateOptions) -> Result<Owned> {
+        validate_id(&opts.id)?;
+        // The same validation `check` runs, so both refuse alike.
+        let crate::explain::Validated {
+            bundle,
+            policy,
+            seccomp,
+            ..
+        } = crate::explain::validate(&opts.bundle, &self.landlock_default)?;
+        if let Some(p) = &opts.pid_file {
+            check_parent_dir(p, "--pid-file")?;
+        }
+        let rootless = crate::rootless::active();
+        // A pidfd of this process, held until the create returns: init
+        // polls it (executor.rs). Without one (pidfd_open refused by an
+        // outer seccomp profile, or a kernel before 5.3) init only gets
+        // PDEATHSIG, and a create killed early could leave it waiting: then
+        // the container needs a cgroup for delete --force to find it.
+        let parent = match opts.die_with_parent {
+            true => crate::sys::pidfd::open_self()
+                .inspect_err(|e| tracing::debug!("{e}; init cannot check on runsbx"))
+                .ok(),
+            false => None,
+        };
+        // Root's fast path: cgroup set-up and removal are a third of a
+        // container's start on a v1 host, and a foreground container that
+        // asks for no limit needs none (see `needs_no_cgroup`).
+        let cgroup_free = !rootless
+            && opts.foreground
+            && !self.systemd_cgroup
+            && (parent.is_some() || !opts.die_with_parent)
+            && needs_no_cgroup(&bundle.spec);
+        let delegated = crate::rootless::delegated().filter(|_| rootless);
+        if rootless {
+            crate::rootless::require_shim()?;
+            crate::rootless::check_spec(
+                &bundle.spec,
+                nix::unistd::geteuid().as_raw(),
+                nix::unistd::getegid().as_raw(),
+                delegated,
+            )?;
+        }
+        self.ensure_root()?;
+        let mut lock = CreateLock::take(&self.root, &opts.id)?;
+        let dir = self.dir(&opts.id);
+        if dir.exists() {
+            lock.keep_if_left();
+            return Err(RuntimeError::Exists(opts.id));
+        }
+        // A dead create's file without its state dir: killed during its own
+        // clean-up, after the dir went but before its processes did.
+        lock.kill_orphans();
+        if let Some(d) = delegated {
+            // Stops: a container joining a cgroup that holds another's
+            // processes (the same id under another --root, or one left by a
+            // runsbx killed half-way), which its delete would then kill.
+            let shim = Path::new("/sys/fs/cgroup").join(crate::delegation::child_name(&opts.id));
+            if fs::symlink_metadata(&shim).is_ok() {
+                return Err(RuntimeError::Init(format!(
+                    "rootless: cgroup {} already exists (another container of this id, or left \
+                     by a killed runsbx: rmdir it once empty)",
+                    d.container_cgroup(&opts.id)
+                )));
+            }
+        }
+        let _view = match rootless {
+            true => Some(crate::rootless::ConfigView::bind(
+                &bundle.dir,
+                &bundle.raw,
+                &self.root,
+                &opts.id,
+            )?),
+            false => None,
+        };
+        if cgroup_free {
+            crate::premount::without_cgroups()?;
+            tracing::debug!("{}: needs no cgroup; running without one", opts.id);
+        }
+        // Root, a user namespace: the read-only binds the container's root
+        // could not make itself, made by runsbx (see prebind.rs). Held until
+        // libcontainer has read the config and forked.
+        let binds = match rootless {
+            true => Vec::new(),
+            false => crate::prebind::plan(&bundle.spec, &bundle.dir),
+        };
+        let _prebound = match crate::prebind::container_root(&bundle.spec) {
+            Some(owner) if !binds.is_empty() => {
+                crate::prebind::apply(&bundle.rootfs(), &binds, owner)?;
+                for b in &binds {
+                    tracing::debug!(
+                        "{}: mounts[{}] ({} on {}): bound by runsbx, out of reach of uid {}",
+                        opts.id,
+                        b.index,
+                        b.source.display(),
+                        b.destination.display(),
+                        owner.0
+                    );
+                }
+                Some(crate::rootless::ConfigView::over(
+                    &bundle.dir,
+                    &crate::prebind::without(&bundle.raw, &binds),
+                    &self.root,
+                    &opts.id,
+                )?)
+            }
+            _ => None,
+        };
+        let report = match opts.foreground {
+            true => PendingReport::pipe()?,
+            false => PendingReport::new(&self.root, &opts.id)?,
+        };
+        let executor = SandboxExecutor {
+            seccomp,
+            landlock: policy.landlock.clone(),
+            report_fd: Some(report.raw_fd()),
+            die_with_parent: opts.die_with_parent,
+            parent_pidfd: parent.as_ref().map(std::os::fd::AsRawFd::as_raw_fd),
+            log_denials: opts.log_denials,
+            resolved: Default::default(),
+            dumpable: rootless,
+        };
+        // libcontainer brings init's errors back as their first line only
+        // ("failed to prepare rootfs"); what its children logged names the
+        // mount, the path and the errno (initlog.rs).
+        let capture = crate::initlog::Capture::start();
+        let built = self.build_init(&opts, &bundle, executor);
+        let notes = capture.map(|c| c.finish()).unwrap_or_default();
+        let built = built.map_err(|e| with_notes(e, &notes, &bundle.spec));
+        let container = match built {
+            Ok(c) => c,
+            Err(e) => {
+                report.abandon();
+                // libcontainer leaves its state dir behind when it fails
+                // before its own clean-up runs (spec or console errors).
+                self.remove_leftovers(&opts.id, &dir);
+                match delegated {
+                    // The path libcontainer was shown (ConfigView).
+                    Some(_) => kill_cgroup_path(
+                        &opts.id,
+                        PathBuf::from(crate::delegation::shim_path(&opts.id)),
+                    ),
+                    None => kill_cgroup(&opts.id, &bundle),
+                }
+                return Err(e);
+            }
+        };
+        let finish = || -> Result<Option<u64>> {
+            if cgroup_free {
+                let pid = container.pid().map(|p| p.as_raw()).unwrap_or(0);
+                if let Err(e) = verify_cgroup_free(pid) {
+                    // Not pid 0: that would be runsbx's own process group.
+                    if pid > 0 {
+                        let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+                    }
+                    return Err(e);
+                }
+            }
+            if let Some(reader) = report.commit(&dir)? {
+                self.reports
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(opts.id.clone(), reader);
+            }
+            let sidecar = Sidecar {
+                starttime: container.pid().and_then(|p| proc_starttime(p.as_raw())),
+                pid: container.pid().map(|p| p.as_raw()),
+                policy,
+                no_cgroup: (rootless && delegated.is_none()) || cgroup_free,
+                cgroup: delegated.map(|d| d.container_cgroup(&opts.id)),
+            };
+            write_sidecar(&dir, &sidecar)?;
+            Ok(sidecar.starttime)
+        };
+        match finish() {
+            Ok(starttime) => Ok(Owned {
+                container,
+                starttime,
+                cgroup_free,
+            }),
+            Err(e) => {
+                self.remove_leftovers(&opts.id, &dir);
+                Err(e)
+            }
+        }
+    }
+
+    fn build_init(
+        &self,
+        opts: &CreateOptions,
+        bundle: &Bundle,
+        executor: SandboxExecutor,
+    ) -> Result<Container> {
+        let lc = |e| RuntimeError::lc(String::new(), e);
+        let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default())
+            .with_executor(executor)
+            .with_root_path(&self.root)
+            .map_err(lc)?
+            .with_console_socket(opts.console_socket.as_ref())
+            .with_preserved_fds(opts.preserve_fds);
+        if let Some(p) = &opts.pid_file {
+            builder = builder.with_pid_file(Some(p)).map_err(lc)?;
+        }
+        if let Some(stdio) = opts.stdio.as_ref() {
+            let dup = |fd: &OwnedFd| {
+                fd.try_clone()
+                    .map_err(|e| RuntimeError::io("duplicate stdio", e))
+            };
+            builder = builder
+                .with_stdin(dup(&stdio[0])?)
+                .with_stdout(dup(&stdio[1])?)
+                .with_stderr(dup(&stdio[2])?);
+        }
+        builder
+            .as_init(&bundle.dir)
+            .with_systemd(self.systemd_cgroup)
+            .with_detach(opts.detach)
+            .with_no_pivot(opts.no_pivot)
+            .build()
+            .map_err(lc)
+    }
+
+    fn remove_leftovers(&self, id: &str, dir: &Path) {
+        if !dir.exists() {
+            return;
+        }
+        if let Ok(mut c) = Container::load(dir.to_path_buf()) {
+            let _ = c.delete(true);
+        }
+        let _ = fs::remove_dir_all(dir);
+        tracing::debug!(id, "removed a partly created container");
+    }
+}
+
+/// A libcontainer error with the detail its forked processes logged (see
+/// initlog.rs), when they logged any the message lacks.
+fn with_notes(
+    err: RuntimeError,
+    notes: &[String],
+    spec: &libcontainer::oci_spec::runtime::Spec,
+) -> RuntimeError {
+    if !matches!(err, RuntimeError::Libcontainer { .. }) {
+        return err;
+    }
+    let Some(detail) = crate::initlog::describe(notes, spec) else {
+        return err;
+    };
+    let text = err.to_string();
+    // A message that carries its errno already, or that the innermost note
+    // only wraps (an exec that failed in init), says what the notes would;
+    // a failed mount is always named.
+    let repeats = text.contains("(os error ") || notes.first().is_some_and(|n| n.contains(&text));
+    if text.contains(&detail) || (!detail.starts_with("mounts[") && repeats) {
+        return err;
+    }
+    RuntimeError::Init(format!("{text}: {detail}"))
+}
+
+fn check_parent_dir(path: &Path, flag: &str) -> Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if parent.is_dir() {
+        Ok(())
+    } else {
+        Err(RuntimeError::Bundle {
+            path: path.to_path_buf(),
+            reason: format!("{flag}: directory {} does not exist", parent.display()),
+        })
+    }
+}
