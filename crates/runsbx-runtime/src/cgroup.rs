@@ -22,7 +22,7 @@ impl Runtime {
             systemd_cgroup: c.systemd(),
             container_name: c.id().to_string(),
         })
-        .map_err(|e| RuntimeError::Init(format!("cgroup of {}: {e}", c.id())))
+        .map_err(|e| RuntimeError::cgroup(format!("cgroup of {}", c.id()), e))
     }
 
     /// Whether the kernel OOM-killed something in the container's memory
@@ -107,21 +107,16 @@ pub(crate) fn verify_cgroup_free(pid: i32) -> Result<()> {
     // joined an existing namespace (a config.json swapped to name one by
     // path) would leave its children running, uncounted, when it dies.
     if pid <= 0 || !crate::pidns::is_namespace_init(pid)? {
-        return Err(RuntimeError::Init(
-            "init is not PID 1 of a pid namespace of its own, but config.json asked for one when \
-             runsbx checked it (changed meanwhile?); not running without a cgroup"
-                .into(),
-        ));
+        return Err(RuntimeError::NotNamespaceInit);
     }
     Ok(())
 }
 
-pub(crate) fn no_cgroup(id: &str, what: &str) -> RuntimeError {
-    RuntimeError::Init(format!(
-        "container {id:?} has no cgroup to {what} (made by a rootless runsbx without a delegated \
-         cgroup, or a foreground run of a bundle without linux.resources and linux.cgroupsPath: \
-         give it a cgroupsPath to have one; see `run` in docs/runsbx.1.md and docs/rootless.md)"
-    ))
+pub(crate) fn no_cgroup(id: &str, what: &'static str) -> RuntimeError {
+    RuntimeError::NoCgroup {
+        id: id.to_string(),
+        what,
+    }
 }
 
 /// Whether a directory of the container's cgroup exists (v2's, or v1's
@@ -160,8 +155,8 @@ pub(crate) fn signal_cgroup(
         }
     }
     let thawed = manager.freeze(FreezerState::Thawed);
-    pids.map_err(|e| RuntimeError::Init(format!("kill {id}: cgroup: {e}")))?;
-    thawed.map_err(|e| RuntimeError::Init(format!("kill {id}: thaw: {e}")))?;
+    pids.map_err(|e| RuntimeError::cgroup(format!("kill {id}: cgroup"), e))?;
+    thawed.map_err(|e| RuntimeError::cgroup(format!("kill {id}: thaw"), e))?;
     Ok(())
 }
 

@@ -30,7 +30,7 @@ use crate::executor::SandboxExecutor;
 use crate::spec::{Bundle, SandboxPolicy};
 
 fn refuse(m: &str) -> RuntimeError {
-    RuntimeError::Init(format!("--no-userns: {m}; not running"))
+    RuntimeError::Direct(m.to_string())
 }
 
 /// Whether this process may use the mode at all: not as root, not holding
@@ -65,16 +65,11 @@ pub fn spawn(
         return Err(refuse("the config has no seccomp profile or no Landlock policy, which this mode relies on alone"));
     }
     let spec = bundle.spec.clone();
+    // child() checks the parent itself (no pid namespace: getppid works),
+    // so no parent pidfd.
     let executor = SandboxExecutor {
-        seccomp,
-        landlock: policy.landlock,
-        report_fd: None,
         die_with_parent: true,
-        // child() checks the parent itself (no pid namespace: getppid works).
-        parent_pidfd: None,
-        log_denials: false,
-        resolved: Default::default(),
-        dumpable: false,
+        ..SandboxExecutor::new(seccomp, policy.landlock)
     };
     let parent = nix::unistd::getpid();
     let spawned = crate::sys::spawn::spawn(|| child(parent, &spec, &executor, stdio.as_ref()));

@@ -18,7 +18,7 @@ pub fn members(init: i32) -> Result<Vec<i32>> {
     // turning `ps` into a list, and `kill --all` into a signal, of every
     // process on the host.
     if own == ns_of_self()? {
-        return Err(RuntimeError::Init(format!(
+        return Err(RuntimeError::Proc(format!(
             "pid {init} is in runsbx's own pid namespace, not a container's: not walking it"
         )));
     }
@@ -69,7 +69,7 @@ pub fn is_namespace_init(pid: i32) -> Result<bool> {
     let nspid = text
         .lines()
         .find_map(|l| l.strip_prefix("NSpid:"))
-        .ok_or_else(|| RuntimeError::Init(format!("{path}: no NSpid line")))?;
+        .ok_or_else(|| RuntimeError::Proc(format!("{path}: no NSpid line")))?;
     Ok(nspid.split_whitespace().last() == Some("1"))
 }
 

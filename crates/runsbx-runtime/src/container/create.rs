@@ -5,9 +5,7 @@ use std::fs;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use libcontainer::container::builder::ContainerBuilder;
 use libcontainer::container::Container;
-use libcontainer::syscall::syscall::SyscallType;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
@@ -86,11 +84,7 @@ impl Runtime {
             // runsbx killed half-way), which its delete would then kill.
             let shim = Path::new("/sys/fs/cgroup").join(crate::delegation::child_name(&opts.id));
             if fs::symlink_metadata(&shim).is_ok() {
-                return Err(RuntimeError::Init(format!(
-                    "rootless: cgroup {} already exists (another container of this id, or left \
-                     by a killed runsbx: rmdir it once empty)",
-                    d.container_cgroup(&opts.id)
-                )));
+                return Err(RuntimeError::CgroupExists(d.container_cgroup(&opts.id)));
             }
         }
         let _view = match rootless {
@@ -140,14 +134,12 @@ impl Runtime {
             false => PendingReport::new(&self.root, &opts.id)?,
         };
         let executor = SandboxExecutor {
-            seccomp,
-            landlock: policy.landlock.clone(),
             report_fd: Some(report.raw_fd()),
             die_with_parent: opts.die_with_parent,
             parent_pidfd: parent.as_ref().map(std::os::fd::AsRawFd::as_raw_fd),
             log_denials: opts.log_denials,
-            resolved: Default::default(),
             dumpable: rootless,
+            ..SandboxExecutor::new(seccomp, policy.landlock.clone())
         };
         // libcontainer brings init's errors back as their first line only
         // ("failed to prepare rootfs"); what its children logged names the
@@ -221,15 +213,14 @@ impl Runtime {
         executor: SandboxExecutor,
     ) -> Result<Container> {
         let lc = |e| RuntimeError::lc(String::new(), e);
-        let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default())
-            .with_executor(executor)
-            .with_root_path(&self.root)
-            .map_err(lc)?
-            .with_console_socket(opts.console_socket.as_ref())
-            .with_preserved_fds(opts.preserve_fds);
-        if let Some(p) = &opts.pid_file {
-            builder = builder.with_pid_file(Some(p)).map_err(lc)?;
-        }
+        let mut builder = self.builder(
+            &opts.id,
+            executor,
+            opts.console_socket.as_ref(),
+            opts.preserve_fds,
+            opts.pid_file.as_ref(),
+            String::new(),
+        )?;
         if let Some(stdio) = opts.stdio.as_ref() {
             let dup = |fd: &OwnedFd| {
                 fd.try_clone()
@@ -282,7 +273,10 @@ fn with_notes(
     if text.contains(&detail) || (!detail.starts_with("mounts[") && repeats) {
         return err;
     }
-    RuntimeError::Init(format!("{text}: {detail}"))
+    RuntimeError::Logged {
+        message: text,
+        detail,
+    }
 }
 
 fn check_parent_dir(path: &Path, flag: &str) -> Result<()> {

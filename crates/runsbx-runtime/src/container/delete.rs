@@ -29,59 +29,17 @@ impl Runtime {
         Self::finish_delete(&o.container)
     }
 
+    /// Deletes a container by one of four strategies: no state.json (a
+    /// create in flight or killed half-way), an unloadable state.json, no
+    /// cgroup (init stands for the container), or its cgroup.
     pub fn delete(&self, id: &str, force: bool) -> Result<()> {
         validate_id(id)?;
         let dir = self.dir(id);
         if !dir.join("state.json").exists() {
-            if !dir.exists() && !force {
-                return Err(RuntimeError::NotFound(id.to_string()));
-            }
-            if !self.root.is_dir() {
-                return Ok(());
-            }
-            // A create in flight, or one killed half-way. Only the latter's
-            // leftovers are ours to remove.
-            let Some(mut lock) = CreateLock::try_take(&self.root, id)? else {
-                return Err(RuntimeError::Init(format!(
-                    "delete {id}: another runsbx is creating or deleting it"
-                )));
-            };
-            lock.kill_orphans();
-            // Its init may live on, waiting for a start that never comes, in
-            // the cgroup libcontainer's youki_config.json names.
-            if let Ok(config) = libcontainer::config::YoukiConfig::load(&dir) {
-                kill_cgroup_path(id, config.cgroup_path);
-            }
-            let _ = fs::remove_dir_all(&dir);
-            remove_stale_reports(&self.root, id);
-            return Ok(());
+            return self.delete_stateless(id, &dir, force);
         }
-        // A create or run killed after libcontainer saved its first state
-        // (before it forked) left its lock file, and what it forked may
-        // still be about to make cgroups, which must go before the clean-up
-        // below. A create still running holds the lock: only --force goes
-        // on. With --force the lock is taken even without a file, so that no
-        // create starts while stale report FIFOs and config views go.
-        let found = match CreateLock::try_take_existing(&self.root, id)? {
-            LockFile::Absent if force => match CreateLock::try_take(&self.root, id)? {
-                Some(lock) => LockFile::Taken(lock),
-                None => LockFile::Held,
-            },
-            found => found,
-        };
-        match found {
-            LockFile::Taken(mut lock) => {
-                lock.kill_orphans();
-                remove_stale_reports(&self.root, id);
-            }
-            LockFile::Held if !force => {
-                return Err(RuntimeError::Init(format!(
-                    "delete {id}: another runsbx is creating or deleting it"
-                )))
-            }
-            LockFile::Held | LockFile::Absent => {}
-        }
-        let mut c = match self.load(id) {
+        self.stop_dead_create(id, force)?;
+        let c = match self.load(id) {
             Ok(c) => c,
             Err(e) if force && !matches!(e, RuntimeError::NotFound(_)) => {
                 return self.remove_unloadable(id, &dir, e)
@@ -97,23 +55,89 @@ impl Runtime {
                 wanted: "stopped or created (or --force)",
             });
         }
-        // A container without a cgroup: its init stands for it (a
-        // SIGKILL to init ends its whole pid namespace; see rootless.rs).
         let head = read_starttime(&dir);
         let no_cgroup = head.without_cgroup();
         if no_cgroup {
-            if status != ContainerStatus::Stopped {
-                signal_init(&c, Signal::SIGKILL)?;
-            }
-            if !wait_init_gone(&c, head.starttime) {
-                return Err(RuntimeError::Init(format!(
-                    "container {id:?}: init still alive 5 s after SIGKILL; not deleting"
-                )));
-            }
+            Self::stop_init(&c, head.starttime)?;
             if c.intel_rdt_dir().is_none() {
                 return Self::finish_delete(&c);
             }
         }
+        self.delete_with_cgroup(c, head.starttime, no_cgroup, force)
+    }
+
+    /// No state.json: a create in flight, or one killed half-way. Only the
+    /// latter's leftovers are ours to remove.
+    fn delete_stateless(&self, id: &str, dir: &Path, force: bool) -> Result<()> {
+        if !dir.exists() && !force {
+            return Err(RuntimeError::NotFound(id.to_string()));
+        }
+        if !self.root.is_dir() {
+            return Ok(());
+        }
+        let Some(mut lock) = CreateLock::try_take(&self.root, id)? else {
+            return Err(busy(id));
+        };
+        lock.kill_orphans();
+        // Its init may live on, waiting for a start that never comes, in
+        // the cgroup libcontainer's youki_config.json names.
+        if let Ok(config) = libcontainer::config::YoukiConfig::load(dir) {
+            kill_cgroup_path(id, config.cgroup_path);
+        }
+        let _ = fs::remove_dir_all(dir);
+        remove_stale_reports(&self.root, id);
+        Ok(())
+    }
+
+    /// A create or run killed after libcontainer saved its first state
+    /// (before it forked) left its lock file, and what it forked may
+    /// still be about to make cgroups, which must go before the clean-up
+    /// that follows. A create still running holds the lock: only --force goes
+    /// on. With --force the lock is taken even without a file, so that no
+    /// create starts while stale report FIFOs and config views go.
+    fn stop_dead_create(&self, id: &str, force: bool) -> Result<()> {
+        let found = match CreateLock::try_take_existing(&self.root, id)? {
+            LockFile::Absent if force => match CreateLock::try_take(&self.root, id)? {
+                Some(lock) => LockFile::Taken(lock),
+                None => LockFile::Held,
+            },
+            found => found,
+        };
+        match found {
+            LockFile::Taken(mut lock) => {
+                lock.kill_orphans();
+                remove_stale_reports(&self.root, id);
+            }
+            LockFile::Held if !force => return Err(busy(id)),
+            LockFile::Held | LockFile::Absent => {}
+        }
+        Ok(())
+    }
+
+    /// A container without a cgroup: its init stands for it (a SIGKILL to
+    /// init ends its whole pid namespace; see rootless.rs).
+    fn stop_init(c: &Container, starttime: Option<u64>) -> Result<()> {
+        if c.status() != ContainerStatus::Stopped {
+            signal_init(c, Signal::SIGKILL)?;
+        }
+        if !wait_init_gone(c, starttime) {
+            return Err(RuntimeError::StillAlive(c.id().to_string()));
+        }
+        Ok(())
+    }
+
+    /// A container with a cgroup (or an Intel RDT group): kill what is in
+    /// it, wait for it to empty, remove it, then the rest of the delete.
+    fn delete_with_cgroup(
+        &self,
+        mut c: Container,
+        starttime: Option<u64>,
+        no_cgroup: bool,
+        force: bool,
+    ) -> Result<()> {
+        let id = c.id().to_string();
+        let id = id.as_str();
+        let status = c.status();
         // One manager for the whole delete: building one scans mountinfo
         // once per controller.
         let manager = match no_cgroup {
@@ -124,37 +148,10 @@ impl Runtime {
                 Err(_) => None,
             },
         };
-        if let (false, Some(m)) = (status == ContainerStatus::Stopped, &manager) {
-            // Kill everything first and wait for the cgroup to empty:
-            // libcontainer removes the cgroup right after signalling, which
-            // fails while the processes are still exiting.
-            match signal_cgroup(id, m, Signal::SIGKILL) {
-                // A create killed before it made the cgroup (its orphans
-                // were stopped above): nothing is in it. Init is signalled
-                // itself only when its start time was recorded: a bare pid
-                // may be someone else's by now (an init that died since).
-                Err(_) if !cgroup_exists(&c) => {
-                    if let (Some(pid), Some(t)) = (c.pid(), head.starttime) {
-                        let _ = kill_checked(pid, || init_alive(pid, Some(t)));
-                    }
-                }
-                r => r?,
-            }
-        } else if let Some(m) = &manager {
-            // "Stopped" can be wrong: a create killed before it recorded
-            // init's pid reads as stopped while init waits for `start`; and
-            // without a pid namespace init's children outlive it. Frozen
-            // first, so that a forking chain cannot outrun the kill.
-            // Best effort: a stopped container's cgroup may be gone, and
-            // an empty one needs no freeze.
-            use libcgroups::common::CgroupManager;
-            if m.get_all_pids().is_ok_and(|p| !p.is_empty()) {
-                let _ = signal_cgroup(id, m, Signal::SIGKILL);
-            }
-        }
-        // Also when stopped: a dead init not yet reaped (its runsbx was
-        // killed, the host's init reaps it later) still holds the cgroup.
         if let Some(m) = &manager {
+            stop_cgroup(&c, m, starttime)?;
+            // Also when stopped: a dead init not yet reaped (its runsbx was
+            // killed, the host's init reaps it later) still holds the cgroup.
             Self::wait_cgroup_empty(m);
         }
         // A zombie the host's init has not reaped yet keeps a v1 cgroup busy
@@ -176,9 +173,10 @@ impl Runtime {
                         Ok(()) => break,
                         Err(e) if tries < 40 => retry(&mut tries, &e),
                         Err(e) => {
-                            return Err(RuntimeError::Init(format!(
-                                "container {id:?}: remove cgroup: {e}"
-                            )))
+                            return Err(RuntimeError::cgroup(
+                                format!("container {id:?}: remove cgroup"),
+                                e,
+                            ))
                         }
                     }
                 }
@@ -250,5 +248,50 @@ impl Runtime {
         }
         fs::remove_dir_all(dir)
             .map_err(|e| RuntimeError::io(format!("remove {}", dir.display()), e))
+    }
+}
+
+/// Kills what is in the cgroup of `c` before its removal.
+fn stop_cgroup(
+    c: &Container,
+    m: &libcgroups::common::AnyCgroupManager,
+    starttime: Option<u64>,
+) -> Result<()> {
+    let id = c.id();
+    if c.status() != ContainerStatus::Stopped {
+        // Kill everything first and wait for the cgroup to empty:
+        // libcontainer removes the cgroup right after signalling, which
+        // fails while the processes are still exiting.
+        match signal_cgroup(id, m, Signal::SIGKILL) {
+            // A create killed before it made the cgroup (its orphans
+            // were stopped above): nothing is in it. Init is signalled
+            // itself only when its start time was recorded: a bare pid
+            // may be someone else's by now (an init that died since).
+            Err(_) if !cgroup_exists(c) => {
+                if let (Some(pid), Some(t)) = (c.pid(), starttime) {
+                    let _ = kill_checked(pid, || init_alive(pid, Some(t)));
+                }
+            }
+            r => r?,
+        }
+    } else {
+        // "Stopped" can be wrong: a create killed before it recorded
+        // init's pid reads as stopped while init waits for `start`; and
+        // without a pid namespace init's children outlive it. Frozen
+        // first, so that a forking chain cannot outrun the kill.
+        // Best effort: a stopped container's cgroup may be gone, and
+        // an empty one needs no freeze.
+        use libcgroups::common::CgroupManager;
+        if m.get_all_pids().is_ok_and(|p| !p.is_empty()) {
+            let _ = signal_cgroup(id, m, Signal::SIGKILL);
+        }
+    }
+    Ok(())
+}
+
+fn busy(id: &str) -> RuntimeError {
+    RuntimeError::Busy {
+        id: id.to_string(),
+        action: "delete",
     }
 }

@@ -1,9 +1,7 @@
 //! `exec`: a new process in a running container, under the same seccomp
 //! filter and Landlock layers as its init.
 
-use libcontainer::container::builder::ContainerBuilder;
 use libcontainer::container::ContainerStatus;
-use libcontainer::syscall::syscall::SyscallType;
 use nix::unistd::Pid;
 
 use super::sidecar::read_sidecar_strict;
@@ -42,26 +40,20 @@ impl Runtime {
             // like init.
             crate::premount::without_cgroups()?;
         }
-        let executor = SandboxExecutor {
-            seccomp: sidecar.policy.compile_seccomp()?,
-            landlock: sidecar.policy.landlock.clone(),
-            report_fd: None,
-            die_with_parent: false,
-            parent_pidfd: None,
-            log_denials: false,
-            resolved: Default::default(),
-            dumpable: false,
-        };
-        let lc = |e| RuntimeError::lc(format!("container {:?}", opts.id), e);
-        let mut builder = ContainerBuilder::new(opts.id.clone(), SyscallType::default())
-            .with_executor(executor)
-            .with_root_path(&self.root)
-            .map_err(lc)?
-            .with_console_socket(opts.console_socket.as_ref())
-            .with_preserved_fds(opts.preserve_fds);
-        if let Some(p) = &opts.pid_file {
-            builder = builder.with_pid_file(Some(p)).map_err(lc)?;
-        }
+        let executor = SandboxExecutor::new(
+            sidecar.policy.compile_seccomp()?,
+            sidecar.policy.landlock.clone(),
+        );
+        let context = format!("container {:?}", opts.id);
+        let builder = self.builder(
+            &opts.id,
+            executor,
+            opts.console_socket.as_ref(),
+            opts.preserve_fds,
+            opts.pid_file.as_ref(),
+            context.clone(),
+        )?;
+        let lc = |e| RuntimeError::lc(context, e);
         let env = opts
             .env
             .iter()

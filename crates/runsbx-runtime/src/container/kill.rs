@@ -60,9 +60,7 @@ impl Runtime {
                 wanted: "created, running or paused",
             });
         }
-        let pid = c
-            .pid()
-            .ok_or_else(|| RuntimeError::Init(format!("kill {id}: no pid in state")))?;
+        let pid = c.pid().ok_or_else(|| RuntimeError::NoPid(id.to_string()))?;
         match nix::sys::signal::kill(pid, signal) {
             Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
             Err(e) => return Err(RuntimeError::sys(format!("kill {id}"), e)),
@@ -72,7 +70,7 @@ impl Runtime {
             use libcgroups::common::CgroupManager;
             self.cgroup(&c)?
                 .freeze(libcgroups::common::FreezerState::Thawed)
-                .map_err(|e| RuntimeError::Init(format!("kill {id}: thaw: {e}")))?;
+                .map_err(|e| RuntimeError::cgroup(format!("kill {id}: thaw"), e))?;
         }
         Ok(())
     }

@@ -17,12 +17,15 @@ use std::fs;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
+use libcontainer::container::builder::ContainerBuilder;
 use libcontainer::container::{Container, ContainerStatus};
+use libcontainer::syscall::syscall::SyscallType;
 use runsbx_policy::landlock::LandlockDefault;
 use serde::Serialize;
 
 pub use crate::cgroup::needs_no_cgroup;
 use crate::error::{Result, RuntimeError};
+use crate::executor::SandboxExecutor;
 use crate::report::ReportReader;
 use sidecar::{proc_starttime, read_starttime};
 
@@ -53,10 +56,10 @@ impl Runtime {
         let meta = fs::symlink_metadata(&self.root).map_err(|e| RuntimeError::io(ctx(), e))?;
         let euid = nix::unistd::geteuid().as_raw();
         if !meta.is_dir() || meta.uid() != euid || meta.mode() & 0o022 != 0 {
-            return Err(RuntimeError::Init(format!(
-                "state root {}: must be a directory owned by uid {euid} and writable by nobody else",
-                self.root.display()
-            )));
+            return Err(RuntimeError::UnsafeRoot {
+                root: self.root.clone(),
+                euid,
+            });
         }
         Ok(())
     }
@@ -66,6 +69,30 @@ impl Runtime {
     pub fn delegated_cgroup(&self, id: &str) -> Option<String> {
         validate_id(id).ok()?;
         read_starttime(&self.dir(id)).cgroup
+    }
+
+    /// The part of libcontainer's builder that create and exec share;
+    /// `context` prefixes its errors.
+    fn builder(
+        &self,
+        id: &str,
+        executor: SandboxExecutor,
+        console_socket: Option<&PathBuf>,
+        preserve_fds: i32,
+        pid_file: Option<&PathBuf>,
+        context: String,
+    ) -> Result<ContainerBuilder> {
+        let lc = |e| RuntimeError::lc(context.clone(), e);
+        let mut builder = ContainerBuilder::new(id.to_string(), SyscallType::default())
+            .with_executor(executor)
+            .with_root_path(&self.root)
+            .map_err(lc)?
+            .with_console_socket(console_socket)
+            .with_preserved_fds(preserve_fds);
+        if let Some(p) = pid_file {
+            builder = builder.with_pid_file(Some(p)).map_err(lc)?;
+        }
+        Ok(builder)
     }
 
     /// Loads a container and brings its status up to date, including the

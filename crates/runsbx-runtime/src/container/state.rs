@@ -108,7 +108,7 @@ impl Runtime {
         let mut pids: Vec<i32> = self
             .cgroup(&c)?
             .get_all_pids()
-            .map_err(|e| RuntimeError::Init(format!("ps {id}: cgroup: {e}")))?
+            .map_err(|e| RuntimeError::cgroup(format!("ps {id}: cgroup"), e))?
             .into_iter()
             .map(Pid::as_raw)
             .collect();
