@@ -195,3 +195,79 @@ pub(super) fn remove_stale_reports(root: &Path, id: &str) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // POSIX record locks are per process, so a lock held by another
+    // process (`LockFile::Held`) is covered by tests/bad_input.rs and
+    // tests/faults.rs, not here.
+
+    #[test]
+    fn take_makes_the_file_and_drop_removes_it() {
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join(".c1.create");
+        let lock = CreateLock::take(root.path(), "c1").unwrap();
+        assert!(!lock.existed && lock._marker.is_some());
+        assert!(path.exists());
+        drop(lock);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn existing_only_finds_a_file_that_is_there() {
+        let root = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            CreateLock::try_take_existing(root.path(), "c1").unwrap(),
+            LockFile::Absent
+        ));
+        assert!(!root.path().join(".c1.create").exists(), "made nothing");
+        fs::write(root.path().join(".c1.create"), "").unwrap();
+        match CreateLock::try_take_existing(root.path(), "c1").unwrap() {
+            LockFile::Taken(lock) => assert!(lock.existed && lock._marker.is_none()),
+            _ => panic!("a stale file is taken"),
+        }
+        assert!(!root.path().join(".c1.create").exists(), "removed on drop");
+    }
+
+    #[test]
+    fn a_stale_file_stays_when_the_create_finds_the_container() {
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join(".c1.create");
+        fs::write(&path, "").unwrap();
+        let mut lock = CreateLock::try_take(root.path(), "c1").unwrap().unwrap();
+        assert!(lock.existed);
+        lock.keep_if_left();
+        drop(lock);
+        assert!(path.exists(), "a dead create's orphans are found by it");
+        // A file this create made itself goes even then.
+        fs::remove_file(&path).unwrap();
+        let mut lock = CreateLock::take(root.path(), "c1").unwrap();
+        lock.keep_if_left();
+        drop(lock);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn stale_reports_and_dead_views_go() {
+        let root = tempfile::tempdir().unwrap();
+        let dead = i32::MAX; // above pid_max: no such process
+        let me = std::process::id();
+        let names = [
+            ".c1.report".to_string(),
+            ".c1.77.report".into(),
+            format!(".c1.{dead}.config.json"),
+            format!(".c1.{me}.config.json"),
+            ".c1.x.report".into(),
+            ".c2.report".into(),
+            ".c1.create".into(),
+        ];
+        for n in &names {
+            fs::write(root.path().join(n), "").unwrap();
+        }
+        remove_stale_reports(root.path(), "c1");
+        let left: Vec<bool> = names.iter().map(|n| root.path().join(n).exists()).collect();
+        assert_eq!(left, [false, false, false, true, true, true, true]);
+    }
+}

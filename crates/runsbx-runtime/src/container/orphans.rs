@@ -68,43 +68,13 @@ impl CreateLock {
         else {
             return;
         };
-        let (suffix, deleted) = (format!("/{name}"), format!("/{name} (deleted)"));
         let me = std::process::id();
         let uid = nix::unistd::geteuid().as_raw();
-        let holds = |pid: u32| -> Holds {
-            // Unreadable: a process of ours in the middle of changing its
-            // credentials (dumpable again soon), or another user's.
-            let unreadable = || match runsbx_of_id(pid, uid, id) {
-                true => Holds::Unsure,
-                false => Holds::Neither,
-            };
-            let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
-                return unreadable();
-            };
-            let (mut write, mut read) = (false, false);
-            for fd in fds.flatten() {
-                let target = match fs::read_link(fd.path()) {
-                    Ok(t) => t,
-                    Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                        return unreadable()
-                    }
-                    Err(_) => continue,
-                };
-                let target = target.to_string_lossy();
-                if !target.ends_with(&suffix) && !target.ends_with(&deleted) {
-                    continue;
-                }
-                match fd_mode(pid, &fd.file_name(), meta.ino()) {
-                    Some(libc::O_WRONLY) => write = true,
-                    Some(libc::O_RDONLY) => read = true,
-                    _ => {}
-                }
-            }
-            match write && read {
-                true => Holds::Both,
-                false => Holds::Neither,
-            }
+        let lock = LockName {
+            name,
+            ino: meta.ino(),
         };
+        let holds = |pid: u32| decide(&observe(pid, &lock), &lock, uid, id);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         // Again until a scan finds none: the intermediate may fork init
         // after /proc was read, and a killed process forks no more.
@@ -166,7 +136,8 @@ impl CreateLock {
 }
 
 /// What a process holds of a create's lock file.
-enum Holds {
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Holds {
     /// Both descriptors a fork of the create inherits.
     Both,
     Neither,
@@ -175,23 +146,138 @@ enum Holds {
     Unsure,
 }
 
-/// Whether `pid` runs as `uid` and is a runsbx whose arguments name `id`
-/// (/proc status and cmdline, which need no access to the process).
-fn runsbx_of_id(pid: u32, uid: u32, id: &str) -> bool {
-    let owner = fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|v| v.split_whitespace().next()?.parse::<u32>().ok())
-        });
-    if owner != Some(uid) {
-        return false;
+/// The lock file the scan looks for: its name in the root and its inode.
+pub(super) struct LockName<'a> {
+    pub(super) name: &'a str,
+    pub(super) ino: u64,
+}
+
+impl LockName<'_> {
+    /// Whether a descriptor's link text names the file (or names it
+    /// unlinked, by a create's clean-up).
+    fn named_by(&self, target: &str) -> bool {
+        let target = target.strip_suffix(" (deleted)").unwrap_or(target);
+        target
+            .strip_suffix(self.name)
+            .is_some_and(|dir| dir.ends_with('/'))
     }
-    let Ok(cmdline) = fs::read(format!("/proc/{pid}/cmdline")) else {
-        return false;
+}
+
+/// What /proc shows of one process, as far as the scan needs it.
+#[derive(Debug)]
+pub(super) enum Seen {
+    /// Each descriptor's link text, with its fdinfo when the text names
+    /// the lock file (`None`: unreadable, or closed meanwhile).
+    Fds(Vec<(String, Option<FdInfo>)>),
+    /// Its descriptors cannot be read: its real uid and argv instead
+    /// (/proc status and cmdline, which need no access to the process).
+    Unreadable {
+        uid: Option<u32>,
+        argv: Option<Vec<u8>>,
+    },
+}
+
+/// The fields of /proc/<pid>/fdinfo/<fd> the scan reads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FdInfo {
+    /// `flags:`, octal in the file.
+    pub(crate) flags: i32,
+    pub(crate) ino: u64,
+}
+
+impl FdInfo {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        let field = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(str::trim)
+        };
+        Some(Self {
+            flags: i32::from_str_radix(field("flags:")?, 8).ok()?,
+            ino: field("ino:")?.parse().ok()?,
+        })
+    }
+}
+
+/// Reads what [`decide`] needs of `pid`. Only /proc's link texts and
+/// fdinfo, never the files behind descriptors.
+fn observe(pid: u32, lock: &LockName) -> Seen {
+    let unreadable = || Seen::Unreadable {
+        uid: procfs::process::Process::new(pid as i32)
+            .and_then(|p| p.status())
+            .ok()
+            .map(|s| s.ruid),
+        // By hand: procfs's cmdline() wants UTF-8 and drops empty args.
+        argv: fs::read(format!("/proc/{pid}/cmdline")).ok(),
     };
-    let mut args = cmdline.split(|b| *b == 0);
+    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return unreadable();
+    };
+    let mut seen = Vec::new();
+    for fd in fds.flatten() {
+        let target = match fs::read_link(fd.path()) {
+            Ok(t) => t.to_string_lossy().into_owned(),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return unreadable(),
+            Err(_) => continue,
+        };
+        let info = match lock.named_by(&target) {
+            true => {
+                let path = Path::new("/proc")
+                    .join(pid.to_string())
+                    .join("fdinfo")
+                    .join(fd.file_name());
+                fs::read_to_string(path)
+                    .ok()
+                    .and_then(|t| FdInfo::parse(&t))
+            }
+            false => None,
+        };
+        seen.push((target, info));
+    }
+    Seen::Fds(seen)
+}
+
+/// Whether a process is a fork of a dead create of `id` (run by `uid`),
+/// from what [`observe`] saw. It counts only if it holds the lock file both
+/// write-only (the lock) and read-only (the marker), not as an `O_PATH`
+/// handle: a file-access monitor holds it read-only alone, another runsbx
+/// trying the lock write-only alone.
+pub(super) fn decide(seen: &Seen, lock: &LockName, uid: u32, id: &str) -> Holds {
+    let fds = match seen {
+        Seen::Fds(fds) => fds,
+        // Unreadable: a process of ours in the middle of changing its
+        // credentials (dumpable again soon), or another user's.
+        Seen::Unreadable { uid: owner, argv } => {
+            return match *owner == Some(uid) && argv.as_deref().is_some_and(|a| names_id(a, id)) {
+                true => Holds::Unsure,
+                false => Holds::Neither,
+            }
+        }
+    };
+    let (mut write, mut read) = (false, false);
+    for (target, info) in fds {
+        if !lock.named_by(target) {
+            continue;
+        }
+        let mode = info
+            .filter(|i| i.ino == lock.ino && i.flags & libc::O_PATH == 0)
+            .map(|i| i.flags & libc::O_ACCMODE);
+        match mode {
+            Some(libc::O_WRONLY) => write = true,
+            Some(libc::O_RDONLY) => read = true,
+            _ => {}
+        }
+    }
+    match write && read {
+        true => Holds::Both,
+        false => Holds::Neither,
+    }
+}
+
+/// Whether a NUL-separated argv is a runsbx's (by the file name of its
+/// first word) and names `id` among its arguments.
+fn names_id(argv: &[u8], id: &str) -> bool {
+    let mut args = argv.split(|b| *b == 0);
     let runsbx = args
         .next()
         .and_then(|a| a.rsplit(|b| *b == b'/').next())
@@ -199,21 +285,6 @@ fn runsbx_of_id(pid: u32, uid: u32, id: &str) -> bool {
     runsbx && args.any(|a| a == id.as_bytes())
 }
 
-/// The access mode (`O_RDONLY`, `O_WRONLY`, `O_RDWR`) of descriptor `fd` of
-/// `pid` when it is open on inode `ino` and not an `O_PATH` handle, from
-/// /proc fdinfo.
-fn fd_mode(pid: u32, fd: &std::ffi::OsStr, ino: u64) -> Option<i32> {
-    let path = Path::new("/proc")
-        .join(pid.to_string())
-        .join("fdinfo")
-        .join(fd);
-    let info = fs::read_to_string(path).ok()?;
-    let field = |name: &str| {
-        info.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .map(|v| v.trim().to_string())
-    };
-    let flags = i32::from_str_radix(&field("flags:")?, 8).ok()?;
-    let same = field("ino:")?.parse::<u64>().ok()? == ino;
-    (same && flags & libc::O_PATH == 0).then_some(flags & libc::O_ACCMODE)
-}
+#[cfg(test)]
+#[path = "orphans_tests.rs"]
+mod tests;

@@ -97,3 +97,48 @@ pub(super) fn read_starttime(dir: &Path) -> SidecarHead {
         .and_then(|t| serde_json::from_slice(&t).ok())
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let written = Sidecar {
+            starttime: Some(123),
+            pid: Some(45),
+            policy: SandboxPolicy::default(),
+            no_cgroup: true,
+            cgroup: None,
+        };
+        write_sidecar(dir.path(), &written).unwrap();
+        let read = read_sidecar_strict(dir.path()).unwrap();
+        assert_eq!(
+            (read.starttime, read.pid, read.no_cgroup, read.cgroup),
+            (Some(123), Some(45), true, None)
+        );
+        let head = read_starttime(dir.path());
+        assert_eq!((head.starttime, head.pid), (Some(123), Some(45)));
+        assert!(head.without_cgroup());
+    }
+
+    #[test]
+    fn strict_read_fails_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = read_sidecar_strict(dir.path()).unwrap_err().to_string();
+        assert!(
+            missing.contains("(the container's policy; not running without it)"),
+            "{missing}"
+        );
+        // No policy field: not "no layers".
+        for text in ["{\"starttime\":1}", "", "{\"policy\":"] {
+            fs::write(dir.path().join(SIDECAR), text).unwrap();
+            let err = read_sidecar_strict(dir.path()).unwrap_err();
+            assert!(matches!(err, RuntimeError::Spec(_)), "{text:?}: {err}");
+            // The head alone reads as unknown, never as an error.
+            let head = read_starttime(dir.path());
+            assert_eq!(head.starttime, (text == "{\"starttime\":1}").then_some(1));
+        }
+    }
+}
