@@ -16,7 +16,20 @@ use crate::cgroup::{kill_cgroup, kill_cgroup_path, needs_no_cgroup, verify_cgrou
 use crate::error::{Result, RuntimeError};
 use crate::executor::SandboxExecutor;
 use crate::report::PendingReport;
-use crate::spec::Bundle;
+use crate::spec::{Bundle, SandboxPolicy};
+
+/// What `create` decided before it touched the state root.
+struct Plan {
+    bundle: Bundle,
+    policy: SandboxPolicy,
+    seccomp: Option<runsbx_policy::seccomp::SeccompProgram>,
+    rootless: bool,
+    /// A pidfd of this process for init to poll (`die_with_parent`).
+    parent: Option<OwnedFd>,
+    /// Made without a cgroup (`needs_no_cgroup`).
+    cgroup_free: bool,
+    delegated: Option<&'static crate::delegation::Delegation>,
+}
 
 impl Runtime {
     pub fn create(&self, opts: CreateOptions) -> Result<Container> {
@@ -27,6 +40,46 @@ impl Runtime {
     /// the container (a foreground `run`): it keeps what it made, so start
     /// and delete need not find it again by id.
     pub fn create_owned(&self, opts: CreateOptions) -> Result<Owned> {
+        let mut plan = self.plan(&opts)?;
+        self.ensure_root()?;
+        let _lock = self.claim_id(&opts.id, plan.delegated)?;
+        let dir = self.dir(&opts.id);
+        let _view = match plan.rootless {
+            true => Some(crate::rootless::ConfigView::bind(
+                &plan.bundle.dir,
+                &plan.bundle.raw,
+                &self.root,
+                &opts.id,
+            )?),
+            false => None,
+        };
+        if plan.cgroup_free {
+            crate::premount::without_cgroups()?;
+            tracing::debug!("{}: needs no cgroup; running without one", opts.id);
+        }
+        let _prebound = self.prebind(&opts.id, &plan)?;
+        let report = match opts.foreground {
+            true => PendingReport::pipe()?,
+            false => PendingReport::new(&self.root, &opts.id)?,
+        };
+        let (container, report) = self.fork_init(&opts, &mut plan, report, &dir)?;
+        match self.record(&opts.id, &mut plan, &container, report, &dir) {
+            Ok(starttime) => Ok(Owned {
+                container,
+                starttime,
+                cgroup_free: plan.cgroup_free,
+            }),
+            Err(e) => {
+                self.remove_leftovers(&opts.id, &dir);
+                Err(e)
+            }
+        }
+    }
+
+    /// Everything decided before the state root is touched: the validated
+    /// bundle, the policy, rootless checks and whether the container can do
+    /// without a cgroup.
+    fn plan(&self, opts: &CreateOptions) -> Result<Plan> {
         validate_id(&opts.id)?;
         // The same validation `check` runs, so both refuse alike.
         let crate::explain::Validated {
@@ -68,12 +121,28 @@ impl Runtime {
                 delegated,
             )?;
         }
-        self.ensure_root()?;
-        let mut lock = CreateLock::take(&self.root, &opts.id)?;
-        let dir = self.dir(&opts.id);
-        if dir.exists() {
+        Ok(Plan {
+            bundle,
+            policy,
+            seccomp,
+            rootless,
+            parent,
+            cgroup_free,
+            delegated,
+        })
+    }
+
+    /// Takes the id: its create lock, no state dir, no orphans of a dead
+    /// create, and (rootless, delegated) no cgroup of that name yet.
+    fn claim_id(
+        &self,
+        id: &str,
+        delegated: Option<&crate::delegation::Delegation>,
+    ) -> Result<CreateLock> {
+        let mut lock = CreateLock::take(&self.root, id)?;
+        if self.dir(id).exists() {
             lock.keep_if_left();
-            return Err(RuntimeError::Exists(opts.id));
+            return Err(RuntimeError::Exists(id.to_string()));
         }
         // A dead create's file without its state dir: killed during its own
         // clean-up, after the dir went but before its processes did.
@@ -82,128 +151,128 @@ impl Runtime {
             // Stops: a container joining a cgroup that holds another's
             // processes (the same id under another --root, or one left by a
             // runsbx killed half-way), which its delete would then kill.
-            let shim = Path::new("/sys/fs/cgroup").join(crate::delegation::child_name(&opts.id));
+            let shim = Path::new("/sys/fs/cgroup").join(crate::delegation::child_name(id));
             if fs::symlink_metadata(&shim).is_ok() {
-                return Err(RuntimeError::CgroupExists(d.container_cgroup(&opts.id)));
+                return Err(RuntimeError::CgroupExists(d.container_cgroup(id)));
             }
         }
-        let _view = match rootless {
-            true => Some(crate::rootless::ConfigView::bind(
-                &bundle.dir,
-                &bundle.raw,
-                &self.root,
-                &opts.id,
-            )?),
-            false => None,
-        };
-        if cgroup_free {
-            crate::premount::without_cgroups()?;
-            tracing::debug!("{}: needs no cgroup; running without one", opts.id);
-        }
-        // Root, a user namespace: the read-only binds the container's root
-        // could not make itself, made by runsbx (see prebind.rs). Held until
-        // libcontainer has read the config and forked.
-        let binds = match rootless {
+        Ok(lock)
+    }
+
+    /// Root, a user namespace: the read-only binds the container's root
+    /// could not make itself, made by runsbx (see prebind.rs). The view
+    /// returned is held until libcontainer has read the config and forked.
+    fn prebind(&self, id: &str, plan: &Plan) -> Result<Option<crate::rootless::ConfigView>> {
+        let bundle = &plan.bundle;
+        let binds = match plan.rootless {
             true => Vec::new(),
             false => crate::prebind::plan(&bundle.spec, &bundle.dir),
         };
-        let _prebound = match crate::prebind::container_root(&bundle.spec) {
-            Some(owner) if !binds.is_empty() => {
-                crate::prebind::apply(&bundle.rootfs(), &binds, owner)?;
-                for b in &binds {
-                    tracing::debug!(
-                        "{}: mounts[{}] ({} on {}): bound by runsbx, out of reach of uid {}",
-                        opts.id,
-                        b.index,
-                        b.source.display(),
-                        b.destination.display(),
-                        owner.0
-                    );
-                }
-                Some(crate::rootless::ConfigView::over(
-                    &bundle.dir,
-                    &crate::prebind::without(&bundle.raw, &binds),
-                    &self.root,
-                    &opts.id,
-                )?)
-            }
-            _ => None,
+        let Some(owner) = crate::prebind::container_root(&bundle.spec) else {
+            return Ok(None);
         };
-        let report = match opts.foreground {
-            true => PendingReport::pipe()?,
-            false => PendingReport::new(&self.root, &opts.id)?,
-        };
+        if binds.is_empty() {
+            return Ok(None);
+        }
+        crate::prebind::apply(&bundle.rootfs(), &binds, owner)?;
+        for b in &binds {
+            tracing::debug!(
+                "{}: mounts[{}] ({} on {}): bound by runsbx, out of reach of uid {}",
+                id,
+                b.index,
+                b.source.display(),
+                b.destination.display(),
+                owner.0
+            );
+        }
+        Ok(Some(crate::rootless::ConfigView::over(
+            &bundle.dir,
+            &crate::prebind::without(&bundle.raw, &binds),
+            &self.root,
+            id,
+        )?))
+    }
+
+    /// Forks init through libcontainer; on failure, removes what it left
+    /// (state dir, cgroup and the processes in it).
+    fn fork_init(
+        &self,
+        opts: &CreateOptions,
+        plan: &mut Plan,
+        report: PendingReport,
+        dir: &Path,
+    ) -> Result<(Container, PendingReport)> {
         let executor = SandboxExecutor {
             report_fd: Some(report.raw_fd()),
             die_with_parent: opts.die_with_parent,
-            parent_pidfd: parent.as_ref().map(std::os::fd::AsRawFd::as_raw_fd),
+            parent_pidfd: plan.parent.as_ref().map(std::os::fd::AsRawFd::as_raw_fd),
             log_denials: opts.log_denials,
-            dumpable: rootless,
-            ..SandboxExecutor::new(seccomp, policy.landlock.clone())
+            dumpable: plan.rootless,
+            ..SandboxExecutor::new(plan.seccomp.take(), plan.policy.landlock.clone())
         };
         // libcontainer brings init's errors back as their first line only
         // ("failed to prepare rootfs"); what its children logged names the
         // mount, the path and the errno (initlog.rs).
         let capture = crate::initlog::Capture::start();
-        let built = self.build_init(&opts, &bundle, executor);
+        let built = self.build_init(opts, &plan.bundle, executor);
         let notes = capture.map(|c| c.finish()).unwrap_or_default();
-        let built = built.map_err(|e| with_notes(e, &notes, &bundle.spec));
-        let container = match built {
-            Ok(c) => c,
+        match built {
+            Ok(container) => Ok((container, report)),
             Err(e) => {
+                let e = with_notes(e, &notes, &plan.bundle.spec);
                 report.abandon();
                 // libcontainer leaves its state dir behind when it fails
                 // before its own clean-up runs (spec or console errors).
-                self.remove_leftovers(&opts.id, &dir);
-                match delegated {
+                self.remove_leftovers(&opts.id, dir);
+                match plan.delegated {
                     // The path libcontainer was shown (ConfigView).
                     Some(_) => kill_cgroup_path(
                         &opts.id,
                         PathBuf::from(crate::delegation::shim_path(&opts.id)),
                     ),
-                    None => kill_cgroup(&opts.id, &bundle),
+                    None => kill_cgroup(&opts.id, &plan.bundle),
                 }
-                return Err(e);
-            }
-        };
-        let finish = || -> Result<Option<u64>> {
-            if cgroup_free {
-                let pid = container.pid().map(|p| p.as_raw()).unwrap_or(0);
-                if let Err(e) = verify_cgroup_free(pid) {
-                    // Not pid 0: that would be runsbx's own process group.
-                    if pid > 0 {
-                        let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
-                    }
-                    return Err(e);
-                }
-            }
-            if let Some(reader) = report.commit(&dir)? {
-                self.reports
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(opts.id.clone(), reader);
-            }
-            let sidecar = Sidecar {
-                starttime: container.pid().and_then(|p| proc_starttime(p.as_raw())),
-                pid: container.pid().map(|p| p.as_raw()),
-                policy,
-                no_cgroup: (rootless && delegated.is_none()) || cgroup_free,
-                cgroup: delegated.map(|d| d.container_cgroup(&opts.id)),
-            };
-            write_sidecar(&dir, &sidecar)?;
-            Ok(sidecar.starttime)
-        };
-        match finish() {
-            Ok(starttime) => Ok(Owned {
-                container,
-                starttime,
-                cgroup_free,
-            }),
-            Err(e) => {
-                self.remove_leftovers(&opts.id, &dir);
                 Err(e)
             }
         }
+    }
+
+    /// After the fork: the cgroup-free check, the report channel and
+    /// runsbx.json. Returns init's start time.
+    fn record(
+        &self,
+        id: &str,
+        plan: &mut Plan,
+        container: &Container,
+        report: PendingReport,
+        dir: &Path,
+    ) -> Result<Option<u64>> {
+        if plan.cgroup_free {
+            let pid = container.pid().map(|p| p.as_raw()).unwrap_or(0);
+            if let Err(e) = verify_cgroup_free(pid) {
+                // Not pid 0: that would be runsbx's own process group.
+                if pid > 0 {
+                    let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+                }
+                return Err(e);
+            }
+        }
+        if let Some(reader) = report.commit(dir)? {
+            self.reports
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id.to_string(), reader);
+        }
+        let rootless = plan.rootless;
+        let sidecar = Sidecar {
+            starttime: container.pid().and_then(|p| proc_starttime(p.as_raw())),
+            pid: container.pid().map(|p| p.as_raw()),
+            policy: std::mem::take(&mut plan.policy),
+            no_cgroup: (rootless && plan.delegated.is_none()) || plan.cgroup_free,
+            cgroup: plan.delegated.map(|d| d.container_cgroup(id)),
+        };
+        write_sidecar(dir, &sidecar)?;
+        Ok(sidecar.starttime)
     }
 
     fn build_init(
