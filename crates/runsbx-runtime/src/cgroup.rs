@@ -30,23 +30,19 @@ impl Runtime {
     pub fn oom_killed(&self, id: &str) -> bool {
         let Ok(c) = self.load(id) else { return false };
         let Ok(config) = c.spec() else { return false };
-        let rel = config.cgroup_path;
-        let rel = rel.strip_prefix("/").unwrap_or(&rel);
-        let base = Path::new("/sys/fs/cgroup");
-        [
-            base.join("memory").join(rel).join("memory.oom_control"),
-            base.join("unified").join(rel).join("memory.events"),
-            base.join(rel).join("memory.events"),
-        ]
-        .iter()
-        .filter_map(|p| fs::read_to_string(p).ok())
-        .any(|text| {
-            text.lines().any(|l| {
-                l.strip_prefix("oom_kill ")
-                    .and_then(|n| n.trim().parse::<u64>().ok())
-                    .is_some_and(|n| n > 0)
+        let dirs = Dirs::of(&config.cgroup_path, "memory");
+        let v1 = dirs.v1.map(|d| d.join("memory.oom_control"));
+        let v2 = dirs.v2.into_iter().map(|d| d.join("memory.events"));
+        v1.into_iter()
+            .chain(v2)
+            .filter_map(|p| fs::read_to_string(p).ok())
+            .any(|text| {
+                text.lines().any(|l| {
+                    l.strip_prefix("oom_kill ")
+                        .and_then(|n| n.trim().parse::<u64>().ok())
+                        .is_some_and(|n| n > 0)
+                })
             })
-        })
     }
 
     pub(crate) fn wait_cgroup_empty(manager: &libcgroups::common::AnyCgroupManager) {
@@ -127,16 +123,42 @@ pub(crate) fn cgroup_exists(c: &Container) -> bool {
         return true;
     }
     let Ok(config) = c.spec() else { return true };
-    let rel = config.cgroup_path;
-    let rel = rel.strip_prefix("/").unwrap_or(&rel);
-    let base = Path::new("/sys/fs/cgroup");
-    [
-        base.join(rel),
-        base.join("devices").join(rel),
-        base.join("unified").join(rel),
-    ]
-    .iter()
-    .any(|p| p.exists())
+    let dirs = Dirs::of(&config.cgroup_path, "devices");
+    dirs.v1.iter().chain(&dirs.v2).any(|p| p.exists())
+}
+
+/// Where a cgroup's directories are, for the host's layout as libcgroups
+/// detects it (`get_cgroup_setup`): v1's under one controller's mount, v2's
+/// under the cgroup2 mount (`unified/` on a hybrid host).
+struct Dirs {
+    v1: Option<PathBuf>,
+    v2: Vec<PathBuf>,
+}
+
+impl Dirs {
+    fn of(cgroup_path: &Path, controller: &str) -> Self {
+        use libcgroups::common::{CgroupSetup, DEFAULT_CGROUP_ROOT};
+        let rel = cgroup_path.strip_prefix("/").unwrap_or(cgroup_path);
+        let base = Path::new(DEFAULT_CGROUP_ROOT);
+        let v1 = Some(base.join(controller).join(rel));
+        let hybrid = base.join("unified").join(rel);
+        match libcgroups::common::get_cgroup_setup() {
+            Ok(CgroupSetup::Unified) => Self {
+                v1: None,
+                v2: vec![base.join(rel)],
+            },
+            Ok(CgroupSetup::Legacy) => Self { v1, v2: Vec::new() },
+            Ok(CgroupSetup::Hybrid) => Self {
+                v1,
+                v2: vec![hybrid],
+            },
+            // Layout unknown: every place it could be.
+            Err(_) => Self {
+                v1,
+                v2: vec![hybrid, base.join(rel)],
+            },
+        }
+    }
 }
 
 /// Freezes the cgroup so nothing forks meanwhile, signals every process,
@@ -160,21 +182,22 @@ pub(crate) fn signal_cgroup(
     Ok(())
 }
 
-/// Kills whatever a failed create left in the container's cgroup and
-/// removes it. libcontainer's own clean-up misses an init that was forked
-/// before the failure (e.g. the pid file could not be written).
-pub(crate) fn kill_cgroup(id: &str, bundle: &Bundle) {
-    let path = libcontainer::utils::get_cgroup_path(
+/// The cgroup libcontainer makes for a container of `bundle`.
+pub(crate) fn bundle_cgroup_path(id: &str, bundle: &Bundle) -> PathBuf {
+    libcontainer::utils::get_cgroup_path(
         &bundle
             .spec
             .linux()
             .as_ref()
             .and_then(|l| l.cgroups_path().clone()),
         id,
-    );
-    kill_cgroup_path(id, path);
+    )
 }
 
+/// SIGKILLs whatever is in the cgroup at `path` and removes it, reaping
+/// the zombies of our own children meanwhile. For what a failed or killed
+/// create left: libcontainer's own clean-up misses an init that was forked
+/// before the failure (e.g. the pid file could not be written).
 pub(crate) fn kill_cgroup_path(id: &str, path: PathBuf) {
     use libcgroups::common::CgroupManager;
     let Ok(manager) = libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {

@@ -12,7 +12,7 @@ use nix::unistd::Pid;
 use super::lock::CreateLock;
 use super::sidecar::{proc_starttime, write_sidecar, Sidecar};
 use super::{validate_id, CreateOptions, Owned, Runtime};
-use crate::cgroup::{kill_cgroup, kill_cgroup_path, needs_no_cgroup, verify_cgroup_free};
+use crate::cgroup::{bundle_cgroup_path, kill_cgroup_path, needs_no_cgroup, verify_cgroup_free};
 use crate::error::{Result, RuntimeError};
 use crate::executor::SandboxExecutor;
 use crate::report::PendingReport;
@@ -230,7 +230,7 @@ impl Runtime {
                         &opts.id,
                         PathBuf::from(crate::delegation::shim_path(&opts.id)),
                     ),
-                    None => kill_cgroup(&opts.id, &plan.bundle),
+                    None => kill_cgroup_path(&opts.id, bundle_cgroup_path(&opts.id, &plan.bundle)),
                 }
                 Err(e)
             }

@@ -61,10 +61,7 @@ impl Runtime {
             });
         }
         let pid = c.pid().ok_or_else(|| RuntimeError::NoPid(id.to_string()))?;
-        match nix::sys::signal::kill(pid, signal) {
-            Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
-            Err(e) => return Err(RuntimeError::sys(format!("kill {id}"), e)),
-        }
+        send(pid, signal, || format!("kill {id}"))?;
         // A frozen process cannot die until thawed (cgroup v1).
         if status == ContainerStatus::Paused && signal == Signal::SIGKILL {
             use libcgroups::common::CgroupManager;
@@ -107,10 +104,9 @@ pub(super) fn signal_pidns(c: &Container, signal: Signal) -> Result<()> {
     }
     let Some(init) = c.pid() else { return Ok(()) };
     for pid in crate::pidns::members(init.as_raw())? {
-        match nix::sys::signal::kill(Pid::from_raw(pid), signal) {
-            Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
-            Err(e) => return Err(RuntimeError::sys(format!("kill {} (pid {pid})", c.id()), e)),
-        }
+        send(Pid::from_raw(pid), signal, || {
+            format!("kill {} (pid {pid})", c.id())
+        })?;
     }
     Ok(())
 }
@@ -123,10 +119,7 @@ pub(super) fn signal_init(c: &Container, signal: Signal) -> Result<()> {
         return Ok(());
     }
     let Some(pid) = c.pid() else { return Ok(()) };
-    match nix::sys::signal::kill(pid, signal) {
-        Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
-        Err(e) => Err(RuntimeError::sys(format!("kill {}", c.id()), e)),
-    }
+    send(pid, signal, || format!("kill {}", c.id()))
 }
 
 /// Whether init still runs: alive, not a zombie, and (when recorded) still
@@ -149,4 +142,12 @@ pub(super) fn wait_init_gone(c: &Container, starttime: Option<u64>) -> bool {
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
     false
+}
+
+/// kill(2) where a process already gone (ESRCH) counts as signalled.
+fn send(pid: Pid, signal: Signal, context: impl FnOnce() -> String) -> Result<()> {
+    match nix::sys::signal::kill(pid, signal) {
+        Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
+        Err(e) => Err(RuntimeError::sys(context(), e)),
+    }
 }
