@@ -135,17 +135,19 @@ fn child(
 /// The non-empty capability sets of this process, if any; unknown (an
 /// unreadable /proc) counts as held: fail closed.
 fn held_capabilities() -> Option<String> {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+    let Ok(status) = procfs::process::Process::myself().and_then(|p| p.status()) else {
         return Some("unknown: /proc/self/status is unreadable".into());
     };
-    let held: Vec<&str> = status
-        .lines()
-        .filter_map(|l| l.split_once(':'))
-        .filter(|(k, v)| {
-            matches!(*k, "CapInh" | "CapPrm" | "CapEff" | "CapAmb")
-                && !v.trim().trim_start_matches('0').is_empty()
-        })
-        .map(|(k, _)| k)
-        .collect();
+    // No CapAmb line (before Linux 4.3): no ambient set.
+    let held: Vec<&str> = [
+        ("CapInh", status.capinh),
+        ("CapPrm", status.capprm),
+        ("CapEff", status.capeff),
+        ("CapAmb", status.capamb.unwrap_or(0)),
+    ]
+    .into_iter()
+    .filter(|(_, set)| *set != 0)
+    .map(|(k, _)| k)
+    .collect();
     (!held.is_empty()).then(|| held.join(", "))
 }
