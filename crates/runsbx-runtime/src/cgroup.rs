@@ -137,23 +137,33 @@ struct Dirs {
 
 impl Dirs {
     fn of(cgroup_path: &Path, controller: &str) -> Self {
+        let setup = libcgroups::common::get_cgroup_setup().ok();
+        Self::under(setup, cgroup_path, controller)
+    }
+
+    /// `of` for a given layout (`None`: unknown).
+    fn under(
+        setup: Option<libcgroups::common::CgroupSetup>,
+        cgroup_path: &Path,
+        controller: &str,
+    ) -> Self {
         use libcgroups::common::{CgroupSetup, DEFAULT_CGROUP_ROOT};
         let rel = cgroup_path.strip_prefix("/").unwrap_or(cgroup_path);
         let base = Path::new(DEFAULT_CGROUP_ROOT);
         let v1 = Some(base.join(controller).join(rel));
         let hybrid = base.join("unified").join(rel);
-        match libcgroups::common::get_cgroup_setup() {
-            Ok(CgroupSetup::Unified) => Self {
+        match setup {
+            Some(CgroupSetup::Unified) => Self {
                 v1: None,
                 v2: vec![base.join(rel)],
             },
-            Ok(CgroupSetup::Legacy) => Self { v1, v2: Vec::new() },
-            Ok(CgroupSetup::Hybrid) => Self {
+            Some(CgroupSetup::Legacy) => Self { v1, v2: Vec::new() },
+            Some(CgroupSetup::Hybrid) => Self {
                 v1,
                 v2: vec![hybrid],
             },
             // Layout unknown: every place it could be.
-            Err(_) => Self {
+            None => Self {
                 v1,
                 v2: vec![hybrid, base.join(rel)],
             },
@@ -233,6 +243,40 @@ pub(crate) fn kill_cgroup_path(id: &str, path: PathBuf) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cgroup_dirs_follow_the_layout() {
+        use libcgroups::common::CgroupSetup as S;
+        let dirs = |setup, path: &str| {
+            let d = Dirs::under(setup, Path::new(path), "memory");
+            let show = |p: &PathBuf| p.display().to_string();
+            (
+                d.v1.as_ref().map(show),
+                d.v2.iter().map(show).collect::<Vec<_>>(),
+            )
+        };
+        let v1 = Some("/sys/fs/cgroup/memory/a/b".to_string());
+        assert_eq!(dirs(Some(S::Legacy), "/a/b"), (v1.clone(), vec![]));
+        assert_eq!(
+            dirs(Some(S::Hybrid), "/a/b"),
+            (v1.clone(), vec!["/sys/fs/cgroup/unified/a/b".to_string()])
+        );
+        assert_eq!(
+            dirs(Some(S::Unified), "a/b"),
+            (None, vec!["/sys/fs/cgroup/a/b".to_string()])
+        );
+        // Unknown: the three places the runtime always looked.
+        assert_eq!(
+            dirs(None, "/a/b"),
+            (
+                v1,
+                vec![
+                    "/sys/fs/cgroup/unified/a/b".to_string(),
+                    "/sys/fs/cgroup/a/b".to_string()
+                ]
+            )
+        );
+    }
 
     #[test]
     fn cgroup_free_only_when_the_cgroup_would_hold_nothing() {
