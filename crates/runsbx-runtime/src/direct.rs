@@ -30,7 +30,7 @@ use crate::executor::SandboxExecutor;
 use crate::spec::{Bundle, SandboxPolicy};
 
 fn refuse(m: &str) -> RuntimeError {
-    RuntimeError::Init(format!("--no-userns: {m}; not running"))
+    RuntimeError::Direct(m.to_string())
 }
 
 /// Whether this process may use the mode at all: not as root, not holding
@@ -65,16 +65,11 @@ pub fn spawn(
         return Err(refuse("the config has no seccomp profile or no Landlock policy, which this mode relies on alone"));
     }
     let spec = bundle.spec.clone();
+    // child() checks the parent itself (no pid namespace: getppid works),
+    // so no parent pidfd.
     let executor = SandboxExecutor {
-        seccomp,
-        landlock: policy.landlock,
-        report_fd: None,
         die_with_parent: true,
-        // child() checks the parent itself (no pid namespace: getppid works).
-        parent_pidfd: None,
-        log_denials: false,
-        resolved: Default::default(),
-        dumpable: false,
+        ..SandboxExecutor::new(seccomp, policy.landlock)
     };
     let parent = nix::unistd::getpid();
     let spawned = crate::sys::spawn::spawn(|| child(parent, &spec, &executor, stdio.as_ref()));
@@ -140,17 +135,19 @@ fn child(
 /// The non-empty capability sets of this process, if any; unknown (an
 /// unreadable /proc) counts as held: fail closed.
 fn held_capabilities() -> Option<String> {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+    let Ok(status) = procfs::process::Process::myself().and_then(|p| p.status()) else {
         return Some("unknown: /proc/self/status is unreadable".into());
     };
-    let held: Vec<&str> = status
-        .lines()
-        .filter_map(|l| l.split_once(':'))
-        .filter(|(k, v)| {
-            matches!(*k, "CapInh" | "CapPrm" | "CapEff" | "CapAmb")
-                && !v.trim().trim_start_matches('0').is_empty()
-        })
-        .map(|(k, _)| k)
-        .collect();
+    // No CapAmb line (before Linux 4.3): no ambient set.
+    let held: Vec<&str> = [
+        ("CapInh", status.capinh),
+        ("CapPrm", status.capprm),
+        ("CapEff", status.capeff),
+        ("CapAmb", status.capamb.unwrap_or(0)),
+    ]
+    .into_iter()
+    .filter(|(_, set)| *set != 0)
+    .map(|(k, _)| k)
+    .collect();
     (!held.is_empty()).then(|| held.join(", "))
 }

@@ -53,6 +53,19 @@ pub struct SandboxExecutor {
     pub dumpable: bool,
 }
 
+impl SandboxExecutor {
+    /// An executor that applies `seccomp` and `landlock` and nothing else:
+    /// no report channel, no parent check, not dumpable. Init and direct
+    /// runs set their extra fields with struct update syntax.
+    pub fn new(seccomp: Option<SeccompProgram>, landlock: Vec<LandlockPolicy>) -> Self {
+        Self {
+            seccomp,
+            landlock,
+            ..Self::default()
+        }
+    }
+}
+
 impl Executor for SandboxExecutor {
     fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
         let (path, args) = resolve(spec).map_err(ExecutorValidationError::ArgValidationError)?;

@@ -3,6 +3,7 @@
 //! brings init's errors back to the caller.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod cgroup;
 pub mod container;
 pub mod delegation;
 pub mod denials;

@@ -18,7 +18,7 @@ pub fn members(init: i32) -> Result<Vec<i32>> {
     // turning `ps` into a list, and `kill --all` into a signal, of every
     // process on the host.
     if own == ns_of_self()? {
-        return Err(RuntimeError::Init(format!(
+        return Err(RuntimeError::Proc(format!(
             "pid {init} is in runsbx's own pid namespace, not a container's: not walking it"
         )));
     }
@@ -66,11 +66,13 @@ pub fn members(init: i32) -> Result<Vec<i32>> {
 pub fn is_namespace_init(pid: i32) -> Result<bool> {
     let path = format!("/proc/{pid}/status");
     let text = fs::read_to_string(&path).map_err(|e| RuntimeError::io(path.clone(), e))?;
-    let nspid = text
-        .lines()
-        .find_map(|l| l.strip_prefix("NSpid:"))
-        .ok_or_else(|| RuntimeError::Init(format!("{path}: no NSpid line")))?;
-    Ok(nspid.split_whitespace().last() == Some("1"))
+    // Read here, parsed by procfs: a failed read keeps its io error.
+    let status = <procfs::process::Status as procfs::FromRead>::from_read(text.as_bytes())
+        .map_err(|e| RuntimeError::Proc(format!("{path}: {e}")))?;
+    let nspid = status
+        .nspid
+        .ok_or_else(|| RuntimeError::Proc(format!("{path}: no NSpid line")))?;
+    Ok(nspid.last() == Some(&1))
 }
 
 fn ns_of(pid: i32) -> Result<(u64, u64)> {

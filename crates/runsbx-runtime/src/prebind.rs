@@ -229,7 +229,7 @@ pub fn apply(rootfs: &Path, binds: &[PreBind], owner: (u32, u32)) -> Result<()> 
 
 /// The one error line of a failed bind: which mount, which step, the errno.
 fn errno(context: String, e: nix::Error) -> RuntimeError {
-    RuntimeError::Init(format!("{context}: {} ({e:?})", e.desc()))
+    RuntimeError::Mount { context, err: e }
 }
 
 fn io_errno(context: String, e: std::io::Error) -> RuntimeError {

@@ -1,0 +1,319 @@
+//! Every cgroup question of the runtime: whether a container needs one,
+//! its manager, whether it exists or saw an OOM kill, and signalling,
+//! emptying and removing it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use libcontainer::container::Container;
+use nix::sys::signal::Signal;
+
+use crate::container::Runtime;
+use crate::error::{Result, RuntimeError};
+use crate::spec::Bundle;
+
+impl Runtime {
+    pub(crate) fn cgroup(&self, c: &Container) -> Result<libcgroups::common::AnyCgroupManager> {
+        let config = c
+            .spec()
+            .map_err(|e| RuntimeError::lc(format!("cgroup of {}", c.id()), e))?;
+        libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
+            cgroup_path: config.cgroup_path,
+            systemd_cgroup: c.systemd(),
+            container_name: c.id().to_string(),
+        })
+        .map_err(|e| RuntimeError::cgroup(format!("cgroup of {}", c.id()), e))
+    }
+
+    /// Whether the kernel OOM-killed something in the container's memory
+    /// cgroup (v1 memory.oom_control or v2 memory.events `oom_kill`).
+    pub fn oom_killed(&self, id: &str) -> bool {
+        let Ok(c) = self.load(id) else { return false };
+        let Ok(config) = c.spec() else { return false };
+        let dirs = Dirs::of(&config.cgroup_path, "memory");
+        let v1 = dirs.v1.map(|d| d.join("memory.oom_control"));
+        let v2 = dirs.v2.into_iter().map(|d| d.join("memory.events"));
+        v1.into_iter()
+            .chain(v2)
+            .filter_map(|p| fs::read_to_string(p).ok())
+            .any(|text| {
+                text.lines().any(|l| {
+                    l.strip_prefix("oom_kill ")
+                        .and_then(|n| n.trim().parse::<u64>().ok())
+                        .is_some_and(|n| n > 0)
+                })
+            })
+    }
+
+    pub(crate) fn wait_cgroup_empty(manager: &libcgroups::common::AnyCgroupManager) {
+        use libcgroups::common::CgroupManager;
+        // Up to 5 s: the zombie of an init whose runsbx was killed stays in
+        // the cgroup until the host's init reaps it, which can take a while
+        // (about 2 s on the CI machine).
+        for _ in 0..2500 {
+            match manager.get_all_pids() {
+                Ok(p) if !p.is_empty() => std::thread::sleep(std::time::Duration::from_millis(2)),
+                _ => return,
+            }
+        }
+    }
+}
+
+/// Whether a container can do without a cgroup, with nothing lost but
+/// `pause`/`resume`:
+/// - no `linux.resources`: libcontainer (like crun) then writes nothing
+///   into the cgroup, not even a device rule (the devices controller stays
+///   at its parent's "a *:* rwm"), so the cgroup holds no limit and no
+///   barrier, only a list of processes;
+/// - its own pid namespace, which is that list: SIGKILL to init ends every
+///   process in it, and `ps`/`kill --all` find them through it (pidns.rs);
+/// - no `cgroupsPath` (nobody expects a cgroup at a place), no cgroup
+///   mount (it would show runsbx's empty cgroup view) and no hook (a hook
+///   may look for the container's cgroup).
+pub fn needs_no_cgroup(spec: &libcontainer::oci_spec::runtime::Spec) -> bool {
+    use libcontainer::oci_spec::runtime::LinuxNamespaceType as Ns;
+    let Some(linux) = spec.linux() else {
+        return false;
+    };
+    let own_pid_ns = linux
+        .namespaces()
+        .iter()
+        .flatten()
+        .any(|n| n.typ() == Ns::Pid && n.path().is_none());
+    let cgroup_mount = spec.mounts().iter().flatten().any(|m| {
+        matches!(m.typ().as_deref(), Some("cgroup") | Some("cgroup2"))
+            || m.source()
+                .as_ref()
+                .is_some_and(|s| s.starts_with("/sys/fs/cgroup"))
+    });
+    own_pid_ns
+        && linux.resources().is_none()
+        && linux.cgroups_path().is_none()
+        && !cgroup_mount
+        && spec.hooks().is_none()
+}
+
+/// The cgroup-free decision was made on runsbx's own parse of config.json,
+/// and libcontainer read the file again. Stops: a config swapped in between
+/// (one sharing the host's pid namespace) running without a cgroup, where
+/// kill and delete would reach init only and its children would outlive
+/// it. Fails closed.
+pub(crate) fn verify_cgroup_free(pid: i32) -> Result<()> {
+    // PID 1 of its namespace, not merely outside runsbx's: an init that
+    // joined an existing namespace (a config.json swapped to name one by
+    // path) would leave its children running, uncounted, when it dies.
+    if pid <= 0 || !crate::pidns::is_namespace_init(pid)? {
+        return Err(RuntimeError::NotNamespaceInit);
+    }
+    Ok(())
+}
+
+pub(crate) fn no_cgroup(id: &str, what: &'static str) -> RuntimeError {
+    RuntimeError::NoCgroup {
+        id: id.to_string(),
+        what,
+    }
+}
+
+/// Whether a directory of the container's cgroup exists (v2's, or v1's
+/// devices one, which libcgroups lists processes from). True when unsure:
+/// a systemd path (`slice:prefix:name`) is no directory name.
+pub(crate) fn cgroup_exists(c: &Container) -> bool {
+    if c.systemd() {
+        return true;
+    }
+    let Ok(config) = c.spec() else { return true };
+    let dirs = Dirs::of(&config.cgroup_path, "devices");
+    dirs.v1.iter().chain(&dirs.v2).any(|p| p.exists())
+}
+
+/// Where a cgroup's directories are, for the host's layout as libcgroups
+/// detects it (`get_cgroup_setup`): v1's under one controller's mount, v2's
+/// under the cgroup2 mount (`unified/` on a hybrid host).
+struct Dirs {
+    v1: Option<PathBuf>,
+    v2: Vec<PathBuf>,
+}
+
+impl Dirs {
+    fn of(cgroup_path: &Path, controller: &str) -> Self {
+        let setup = libcgroups::common::get_cgroup_setup().ok();
+        Self::under(setup, cgroup_path, controller)
+    }
+
+    /// `of` for a given layout (`None`: unknown).
+    fn under(
+        setup: Option<libcgroups::common::CgroupSetup>,
+        cgroup_path: &Path,
+        controller: &str,
+    ) -> Self {
+        use libcgroups::common::{CgroupSetup, DEFAULT_CGROUP_ROOT};
+        let rel = cgroup_path.strip_prefix("/").unwrap_or(cgroup_path);
+        let base = Path::new(DEFAULT_CGROUP_ROOT);
+        let v1 = Some(base.join(controller).join(rel));
+        let hybrid = base.join("unified").join(rel);
+        match setup {
+            Some(CgroupSetup::Unified) => Self {
+                v1: None,
+                v2: vec![base.join(rel)],
+            },
+            Some(CgroupSetup::Legacy) => Self { v1, v2: Vec::new() },
+            Some(CgroupSetup::Hybrid) => Self {
+                v1,
+                v2: vec![hybrid],
+            },
+            // Layout unknown: every place it could be.
+            None => Self {
+                v1,
+                v2: vec![hybrid, base.join(rel)],
+            },
+        }
+    }
+}
+
+/// Freezes the cgroup so nothing forks meanwhile, signals every process,
+/// thaws.
+pub(crate) fn signal_cgroup(
+    id: &str,
+    manager: &libcgroups::common::AnyCgroupManager,
+    signal: Signal,
+) -> Result<()> {
+    use libcgroups::common::{CgroupManager, FreezerState};
+    let _ = manager.freeze(FreezerState::Frozen);
+    let pids = manager.get_all_pids();
+    if let Ok(pids) = &pids {
+        for pid in pids {
+            let _ = nix::sys::signal::kill(*pid, signal);
+        }
+    }
+    let thawed = manager.freeze(FreezerState::Thawed);
+    pids.map_err(|e| RuntimeError::cgroup(format!("kill {id}: cgroup"), e))?;
+    thawed.map_err(|e| RuntimeError::cgroup(format!("kill {id}: thaw"), e))?;
+    Ok(())
+}
+
+/// The cgroup libcontainer makes for a container of `bundle`.
+pub(crate) fn bundle_cgroup_path(id: &str, bundle: &Bundle) -> PathBuf {
+    libcontainer::utils::get_cgroup_path(
+        &bundle
+            .spec
+            .linux()
+            .as_ref()
+            .and_then(|l| l.cgroups_path().clone()),
+        id,
+    )
+}
+
+/// SIGKILLs whatever is in the cgroup at `path` and removes it, reaping
+/// the zombies of our own children meanwhile. For what a failed or killed
+/// create left: libcontainer's own clean-up misses an init that was forked
+/// before the failure (e.g. the pid file could not be written).
+pub(crate) fn kill_cgroup_path(id: &str, path: PathBuf) {
+    use libcgroups::common::CgroupManager;
+    let Ok(manager) = libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
+        cgroup_path: path,
+        systemd_cgroup: false,
+        container_name: id.to_string(),
+    }) else {
+        return;
+    };
+    if let Ok(pids) = manager.get_all_pids() {
+        for pid in pids {
+            let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+        }
+    }
+    for _ in 0..1000 {
+        // A failed init is our child (libcontainer clones it with
+        // CLONE_PARENT): until it is reaped, its zombie keeps the cgroup busy.
+        // An orphan's (its runsbx was killed) waits for the host's init.
+        while let Ok(status) =
+            nix::sys::wait::waitpid(None, Some(nix::sys::wait::WaitPidFlag::WNOHANG))
+        {
+            if status == nix::sys::wait::WaitStatus::StillAlive {
+                break;
+            }
+        }
+        if manager.remove().is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cgroup_dirs_follow_the_layout() {
+        use libcgroups::common::CgroupSetup as S;
+        let dirs = |setup, path: &str| {
+            let d = Dirs::under(setup, Path::new(path), "memory");
+            let show = |p: &PathBuf| p.display().to_string();
+            (
+                d.v1.as_ref().map(show),
+                d.v2.iter().map(show).collect::<Vec<_>>(),
+            )
+        };
+        let v1 = Some("/sys/fs/cgroup/memory/a/b".to_string());
+        assert_eq!(dirs(Some(S::Legacy), "/a/b"), (v1.clone(), vec![]));
+        assert_eq!(
+            dirs(Some(S::Hybrid), "/a/b"),
+            (v1.clone(), vec!["/sys/fs/cgroup/unified/a/b".to_string()])
+        );
+        assert_eq!(
+            dirs(Some(S::Unified), "a/b"),
+            (None, vec!["/sys/fs/cgroup/a/b".to_string()])
+        );
+        // Unknown: the three places the runtime always looked.
+        assert_eq!(
+            dirs(None, "/a/b"),
+            (
+                v1,
+                vec![
+                    "/sys/fs/cgroup/unified/a/b".to_string(),
+                    "/sys/fs/cgroup/a/b".to_string()
+                ]
+            )
+        );
+    }
+
+    #[test]
+    fn cgroup_free_only_when_the_cgroup_would_hold_nothing() {
+        let spec = |linux: serde_json::Value, mounts: serde_json::Value| {
+            let v = serde_json::json!({ "ociVersion": "1.0.2", "linux": linux, "mounts": mounts });
+            serde_json::from_value::<libcontainer::oci_spec::runtime::Spec>(v).unwrap()
+        };
+        let own_pid = serde_json::json!([{ "type": "pid" }, { "type": "mount" }]);
+        let none = serde_json::json!([]);
+        let plain = spec(serde_json::json!({ "namespaces": own_pid }), none.clone());
+        assert!(needs_no_cgroup(&plain));
+        let mut hooked = plain.clone();
+        hooked.set_hooks(Some(Default::default()));
+        assert!(!needs_no_cgroup(&hooked), "a hook may look for the cgroup");
+        for (linux, mounts) in [
+            (
+                serde_json::json!({ "namespaces": [{ "type": "mount" }] }),
+                none.clone(),
+            ),
+            (
+                serde_json::json!({ "namespaces": [{ "type": "pid", "path": "/proc/1/ns/pid" }] }),
+                none.clone(),
+            ),
+            (
+                serde_json::json!({ "namespaces": own_pid, "resources": {} }),
+                none.clone(),
+            ),
+            (
+                serde_json::json!({ "namespaces": own_pid, "cgroupsPath": "/x" }),
+                none.clone(),
+            ),
+            (
+                serde_json::json!({ "namespaces": own_pid }),
+                serde_json::json!([{ "destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup" }]),
+            ),
+        ] {
+            assert!(!needs_no_cgroup(&spec(linux.clone(), mounts)), "{linux}");
+        }
+    }
+}

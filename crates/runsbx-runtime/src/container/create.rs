@@ -1,0 +1,364 @@
+//! `create`: validate the bundle, take the id, fork init through
+//! libcontainer and record what runsbx needs later (runsbx.json).
+
+use std::fs;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use libcontainer::container::Container;
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+
+use super::lock::CreateLock;
+use super::sidecar::{proc_starttime, write_sidecar, Sidecar};
+use super::{validate_id, CreateOptions, Owned, Runtime};
+use crate::cgroup::{bundle_cgroup_path, kill_cgroup_path, needs_no_cgroup, verify_cgroup_free};
+use crate::error::{Result, RuntimeError};
+use crate::executor::SandboxExecutor;
+use crate::report::PendingReport;
+use crate::spec::{Bundle, SandboxPolicy};
+
+/// What `create` decided before it touched the state root.
+struct Plan {
+    bundle: Bundle,
+    policy: SandboxPolicy,
+    seccomp: Option<runsbx_policy::seccomp::SeccompProgram>,
+    rootless: bool,
+    /// A pidfd of this process for init to poll (`die_with_parent`).
+    parent: Option<OwnedFd>,
+    /// Made without a cgroup (`needs_no_cgroup`).
+    cgroup_free: bool,
+    delegated: Option<&'static crate::delegation::Delegation>,
+}
+
+impl Runtime {
+    pub fn create(&self, opts: CreateOptions) -> Result<Container> {
+        self.create_owned(opts).map(|o| o.container)
+    }
+
+    /// `create` for the process that goes on to start, wait for and delete
+    /// the container (a foreground `run`): it keeps what it made, so start
+    /// and delete need not find it again by id.
+    pub fn create_owned(&self, opts: CreateOptions) -> Result<Owned> {
+        let mut plan = self.plan(&opts)?;
+        self.ensure_root()?;
+        let _lock = self.claim_id(&opts.id, plan.delegated)?;
+        let dir = self.dir(&opts.id);
+        let _view = match plan.rootless {
+            true => Some(crate::rootless::ConfigView::bind(
+                &plan.bundle.dir,
+                &plan.bundle.raw,
+                &self.root,
+                &opts.id,
+            )?),
+            false => None,
+        };
+        if plan.cgroup_free {
+            crate::premount::without_cgroups()?;
+            tracing::debug!("{}: needs no cgroup; running without one", opts.id);
+        }
+        let _prebound = self.prebind(&opts.id, &plan)?;
+        let report = match opts.foreground {
+            true => PendingReport::pipe()?,
+            false => PendingReport::new(&self.root, &opts.id)?,
+        };
+        let (container, report) = self.fork_init(&opts, &mut plan, report, &dir)?;
+        match self.record(&opts.id, &mut plan, &container, report, &dir) {
+            Ok(starttime) => Ok(Owned {
+                container,
+                starttime,
+                cgroup_free: plan.cgroup_free,
+            }),
+            Err(e) => {
+                self.remove_leftovers(&opts.id, &dir);
+                Err(e)
+            }
+        }
+    }
+
+    /// Everything decided before the state root is touched: the validated
+    /// bundle, the policy, rootless checks and whether the container can do
+    /// without a cgroup.
+    fn plan(&self, opts: &CreateOptions) -> Result<Plan> {
+        validate_id(&opts.id)?;
+        // The same validation `check` runs, so both refuse alike.
+        let crate::explain::Validated {
+            bundle,
+            policy,
+            seccomp,
+            ..
+        } = crate::explain::validate(&opts.bundle, &self.landlock_default)?;
+        if let Some(p) = &opts.pid_file {
+            check_parent_dir(p, "--pid-file")?;
+        }
+        let rootless = crate::rootless::active();
+        // A pidfd of this process, held until the create returns: init
+        // polls it (executor.rs). Without one (pidfd_open refused by an
+        // outer seccomp profile, or a kernel before 5.3) init only gets
+        // PDEATHSIG, and a create killed early could leave it waiting: then
+        // the container needs a cgroup for delete --force to find it.
+        let parent = match opts.die_with_parent {
+            true => crate::sys::pidfd::open_self()
+                .inspect_err(|e| tracing::debug!("{e}; init cannot check on runsbx"))
+                .ok(),
+            false => None,
+        };
+        // Root's fast path: cgroup set-up and removal are a third of a
+        // container's start on a v1 host, and a foreground container that
+        // asks for no limit needs none (see `needs_no_cgroup`).
+        let cgroup_free = !rootless
+            && opts.foreground
+            && !self.systemd_cgroup
+            && (parent.is_some() || !opts.die_with_parent)
+            && needs_no_cgroup(&bundle.spec);
+        let delegated = crate::rootless::delegated().filter(|_| rootless);
+        if rootless {
+            crate::rootless::require_shim()?;
+            crate::rootless::check_spec(
+                &bundle.spec,
+                nix::unistd::geteuid().as_raw(),
+                nix::unistd::getegid().as_raw(),
+                delegated,
+            )?;
+        }
+        Ok(Plan {
+            bundle,
+            policy,
+            seccomp,
+            rootless,
+            parent,
+            cgroup_free,
+            delegated,
+        })
+    }
+
+    /// Takes the id: its create lock, no state dir, no orphans of a dead
+    /// create, and (rootless, delegated) no cgroup of that name yet.
+    fn claim_id(
+        &self,
+        id: &str,
+        delegated: Option<&crate::delegation::Delegation>,
+    ) -> Result<CreateLock> {
+        let mut lock = CreateLock::take(&self.root, id)?;
+        if self.dir(id).exists() {
+            lock.keep_if_left();
+            return Err(RuntimeError::Exists(id.to_string()));
+        }
+        // A dead create's file without its state dir: killed during its own
+        // clean-up, after the dir went but before its processes did.
+        lock.kill_orphans();
+        if let Some(d) = delegated {
+            // Stops: a container joining a cgroup that holds another's
+            // processes (the same id under another --root, or one left by a
+            // runsbx killed half-way), which its delete would then kill.
+            let shim = Path::new("/sys/fs/cgroup").join(crate::delegation::child_name(id));
+            if fs::symlink_metadata(&shim).is_ok() {
+                return Err(RuntimeError::CgroupExists(d.container_cgroup(id)));
+            }
+        }
+        Ok(lock)
+    }
+
+    /// Root, a user namespace: the read-only binds the container's root
+    /// could not make itself, made by runsbx (see prebind.rs). The view
+    /// returned is held until libcontainer has read the config and forked.
+    fn prebind(&self, id: &str, plan: &Plan) -> Result<Option<crate::rootless::ConfigView>> {
+        let bundle = &plan.bundle;
+        let binds = match plan.rootless {
+            true => Vec::new(),
+            false => crate::prebind::plan(&bundle.spec, &bundle.dir),
+        };
+        let Some(owner) = crate::prebind::container_root(&bundle.spec) else {
+            return Ok(None);
+        };
+        if binds.is_empty() {
+            return Ok(None);
+        }
+        crate::prebind::apply(&bundle.rootfs(), &binds, owner)?;
+        for b in &binds {
+            tracing::debug!(
+                "{}: mounts[{}] ({} on {}): bound by runsbx, out of reach of uid {}",
+                id,
+                b.index,
+                b.source.display(),
+                b.destination.display(),
+                owner.0
+            );
+        }
+        Ok(Some(crate::rootless::ConfigView::over(
+            &bundle.dir,
+            &crate::prebind::without(&bundle.raw, &binds),
+            &self.root,
+            id,
+        )?))
+    }
+
+    /// Forks init through libcontainer; on failure, removes what it left
+    /// (state dir, cgroup and the processes in it).
+    fn fork_init(
+        &self,
+        opts: &CreateOptions,
+        plan: &mut Plan,
+        report: PendingReport,
+        dir: &Path,
+    ) -> Result<(Container, PendingReport)> {
+        let executor = SandboxExecutor {
+            report_fd: Some(report.raw_fd()),
+            die_with_parent: opts.die_with_parent,
+            parent_pidfd: plan.parent.as_ref().map(std::os::fd::AsRawFd::as_raw_fd),
+            log_denials: opts.log_denials,
+            dumpable: plan.rootless,
+            ..SandboxExecutor::new(plan.seccomp.take(), plan.policy.landlock.clone())
+        };
+        // libcontainer brings init's errors back as their first line only
+        // ("failed to prepare rootfs"); what its children logged names the
+        // mount, the path and the errno (initlog.rs).
+        let capture = crate::initlog::Capture::start();
+        let built = self.build_init(opts, &plan.bundle, executor);
+        let notes = capture.map(|c| c.finish()).unwrap_or_default();
+        match built {
+            Ok(container) => Ok((container, report)),
+            Err(e) => {
+                let e = with_notes(e, &notes, &plan.bundle.spec);
+                report.abandon();
+                // libcontainer leaves its state dir behind when it fails
+                // before its own clean-up runs (spec or console errors).
+                self.remove_leftovers(&opts.id, dir);
+                match plan.delegated {
+                    // The path libcontainer was shown (ConfigView).
+                    Some(_) => kill_cgroup_path(
+                        &opts.id,
+                        PathBuf::from(crate::delegation::shim_path(&opts.id)),
+                    ),
+                    None => kill_cgroup_path(&opts.id, bundle_cgroup_path(&opts.id, &plan.bundle)),
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// After the fork: the cgroup-free check, the report channel and
+    /// runsbx.json. Returns init's start time.
+    fn record(
+        &self,
+        id: &str,
+        plan: &mut Plan,
+        container: &Container,
+        report: PendingReport,
+        dir: &Path,
+    ) -> Result<Option<u64>> {
+        if plan.cgroup_free {
+            let pid = container.pid().map(|p| p.as_raw()).unwrap_or(0);
+            if let Err(e) = verify_cgroup_free(pid) {
+                // Not pid 0: that would be runsbx's own process group.
+                if pid > 0 {
+                    let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+                }
+                return Err(e);
+            }
+        }
+        if let Some(reader) = report.commit(dir)? {
+            self.reports
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id.to_string(), reader);
+        }
+        let rootless = plan.rootless;
+        let sidecar = Sidecar {
+            starttime: container.pid().and_then(|p| proc_starttime(p.as_raw())),
+            pid: container.pid().map(|p| p.as_raw()),
+            policy: std::mem::take(&mut plan.policy),
+            no_cgroup: (rootless && plan.delegated.is_none()) || plan.cgroup_free,
+            cgroup: plan.delegated.map(|d| d.container_cgroup(id)),
+        };
+        write_sidecar(dir, &sidecar)?;
+        Ok(sidecar.starttime)
+    }
+
+    fn build_init(
+        &self,
+        opts: &CreateOptions,
+        bundle: &Bundle,
+        executor: SandboxExecutor,
+    ) -> Result<Container> {
+        let lc = |e| RuntimeError::lc(String::new(), e);
+        let mut builder = self.builder(
+            &opts.id,
+            executor,
+            opts.console_socket.as_ref(),
+            opts.preserve_fds,
+            opts.pid_file.as_ref(),
+            String::new(),
+        )?;
+        if let Some(stdio) = opts.stdio.as_ref() {
+            let dup = |fd: &OwnedFd| {
+                fd.try_clone()
+                    .map_err(|e| RuntimeError::io("duplicate stdio", e))
+            };
+            builder = builder
+                .with_stdin(dup(&stdio[0])?)
+                .with_stdout(dup(&stdio[1])?)
+                .with_stderr(dup(&stdio[2])?);
+        }
+        builder
+            .as_init(&bundle.dir)
+            .with_systemd(self.systemd_cgroup)
+            .with_detach(opts.detach)
+            .with_no_pivot(opts.no_pivot)
+            .build()
+            .map_err(lc)
+    }
+
+    fn remove_leftovers(&self, id: &str, dir: &Path) {
+        if !dir.exists() {
+            return;
+        }
+        if let Ok(mut c) = Container::load(dir.to_path_buf()) {
+            let _ = c.delete(true);
+        }
+        let _ = fs::remove_dir_all(dir);
+        tracing::debug!(id, "removed a partly created container");
+    }
+}
+
+/// A libcontainer error with the detail its forked processes logged (see
+/// initlog.rs), when they logged any the message lacks.
+fn with_notes(
+    err: RuntimeError,
+    notes: &[String],
+    spec: &libcontainer::oci_spec::runtime::Spec,
+) -> RuntimeError {
+    if !matches!(err, RuntimeError::Libcontainer { .. }) {
+        return err;
+    }
+    let Some(detail) = crate::initlog::describe(notes, spec) else {
+        return err;
+    };
+    let text = err.to_string();
+    // A message that carries its errno already, or that the innermost note
+    // only wraps (an exec that failed in init), says what the notes would;
+    // a failed mount is always named.
+    let repeats = text.contains("(os error ") || notes.first().is_some_and(|n| n.contains(&text));
+    if text.contains(&detail) || (!detail.starts_with("mounts[") && repeats) {
+        return err;
+    }
+    RuntimeError::Logged {
+        message: text,
+        detail,
+    }
+}
+
+fn check_parent_dir(path: &Path, flag: &str) -> Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if parent.is_dir() {
+        Ok(())
+    } else {
+        Err(RuntimeError::Bundle {
+            path: path.to_path_buf(),
+            reason: format!("{flag}: directory {} does not exist", parent.display()),
+        })
+    }
+}

@@ -1,0 +1,39 @@
+//! `start`: release a created init and wait for its report.
+
+use libcontainer::container::{Container, ContainerStatus};
+
+use super::{require, Owned, Runtime};
+use crate::error::{Result, RuntimeError};
+use crate::report::ReportReader;
+
+impl Runtime {
+    pub fn start(&self, id: &str) -> Result<()> {
+        let mut c = self.load(id)?;
+        require(&c, "start", "created", |s| s == ContainerStatus::Created)?;
+        self.start_loaded(&mut c)
+    }
+
+    /// `start` of the container this process just created.
+    pub fn start_owned(&self, o: &mut Owned) -> Result<()> {
+        self.start_loaded(&mut o.container)
+    }
+
+    fn start_loaded(&self, c: &mut Container) -> Result<()> {
+        let id = c.id().to_string();
+        let kept = self
+            .reports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+        let reader = match kept {
+            Some(r) => Some(r),
+            None => ReportReader::open(&self.dir(&id))?,
+        };
+        c.start()
+            .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))?;
+        if let Some(reader) = reader {
+            reader.wait()?;
+        }
+        Ok(())
+    }
+}
