@@ -2,59 +2,57 @@
 //! its manager, whether it exists or saw an OOM kill, and signalling,
 //! emptying and removing it.
 
+use crate::spec::facts;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use libcontainer::container::Container;
 use nix::sys::signal::Signal;
 
-use crate::container::Runtime;
 use crate::error::{Result, RuntimeError};
 use crate::spec::Bundle;
 
-impl Runtime {
-    pub(crate) fn cgroup(&self, c: &Container) -> Result<libcgroups::common::AnyCgroupManager> {
-        let config = c
-            .spec()
-            .map_err(|e| RuntimeError::lc(format!("cgroup of {}", c.id()), e))?;
-        libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
-            cgroup_path: config.cgroup_path,
-            systemd_cgroup: c.systemd(),
-            container_name: c.id().to_string(),
-        })
-        .map_err(|e| RuntimeError::cgroup(format!("cgroup of {}", c.id()), e))
-    }
+/// The cgroup manager of a created container.
+pub(crate) fn manager(c: &Container) -> Result<libcgroups::common::AnyCgroupManager> {
+    let config = c
+        .spec()
+        .map_err(|e| RuntimeError::lc(format!("cgroup of {}", c.id()), e))?;
+    libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
+        cgroup_path: config.cgroup_path,
+        systemd_cgroup: c.systemd(),
+        container_name: c.id().to_string(),
+    })
+    .map_err(|e| RuntimeError::cgroup(format!("cgroup of {}", c.id()), e))
+}
 
-    /// Whether the kernel OOM-killed something in the container's memory
-    /// cgroup (v1 memory.oom_control or v2 memory.events `oom_kill`).
-    pub fn oom_killed(&self, id: &str) -> bool {
-        let Ok(c) = self.load(id) else { return false };
-        let Ok(config) = c.spec() else { return false };
-        let dirs = Dirs::of(&config.cgroup_path, "memory");
-        let v1 = dirs.v1.map(|d| d.join("memory.oom_control"));
-        let v2 = dirs.v2.into_iter().map(|d| d.join("memory.events"));
-        v1.into_iter()
-            .chain(v2)
-            .filter_map(|p| fs::read_to_string(p).ok())
-            .any(|text| {
-                text.lines().any(|l| {
-                    l.strip_prefix("oom_kill ")
-                        .and_then(|n| n.trim().parse::<u64>().ok())
-                        .is_some_and(|n| n > 0)
-                })
+/// Whether the kernel OOM-killed something in the container's memory
+/// cgroup (v1 memory.oom_control or v2 memory.events `oom_kill`).
+pub(crate) fn oom_killed(c: &Container) -> bool {
+    let Ok(config) = c.spec() else { return false };
+    let dirs = Dirs::of(&config.cgroup_path, "memory");
+    let v1 = dirs.v1.map(|d| d.join("memory.oom_control"));
+    let v2 = dirs.v2.into_iter().map(|d| d.join("memory.events"));
+    v1.into_iter()
+        .chain(v2)
+        .filter_map(|p| fs::read_to_string(p).ok())
+        .any(|text| {
+            text.lines().any(|l| {
+                l.strip_prefix("oom_kill ")
+                    .and_then(|n| n.trim().parse::<u64>().ok())
+                    .is_some_and(|n| n > 0)
             })
-    }
+        })
+}
 
-    pub(crate) fn wait_cgroup_empty(manager: &libcgroups::common::AnyCgroupManager) {
-        use libcgroups::common::CgroupManager;
-        // Up to 5 s: the zombie of an init whose runsbx was killed stays in
-        // the cgroup until the host's init reaps it, which can take a while
-        // (about 2 s on the CI machine).
-        for _ in 0..2500 {
-            match manager.get_all_pids() {
-                Ok(p) if !p.is_empty() => std::thread::sleep(std::time::Duration::from_millis(2)),
-                _ => return,
-            }
+pub(crate) fn wait_empty(manager: &libcgroups::common::AnyCgroupManager) {
+    use libcgroups::common::CgroupManager;
+    // Up to 5 s: the zombie of an init whose runsbx was killed stays in
+    // the cgroup until the host's init reaps it, which can take a while
+    // (about 2 s on the CI machine).
+    for _ in 0..2500 {
+        match manager.get_all_pids() {
+            Ok(p) if !p.is_empty() => std::thread::sleep(std::time::Duration::from_millis(2)),
+            _ => return,
         }
     }
 }
@@ -75,11 +73,10 @@ pub fn needs_no_cgroup(spec: &libcontainer::oci_spec::runtime::Spec) -> bool {
     let Some(linux) = spec.linux() else {
         return false;
     };
-    let own_pid_ns = linux
-        .namespaces()
-        .iter()
-        .flatten()
-        .any(|n| n.typ() == Ns::Pid && n.path().is_none());
+    // As libcontainer reads the list (the last pid entry decides): an
+    // earlier new-pid entry must not make a joined host pid namespace look
+    // like the container's own.
+    let own_pid_ns = facts::is_new_namespace(spec, Ns::Pid);
     let cgroup_mount = spec.mounts().iter().flatten().any(|m| {
         matches!(m.typ().as_deref(), Some("cgroup") | Some("cgroup2"))
             || m.source()

@@ -1,3 +1,4 @@
+use crate::spec::Validated;
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};

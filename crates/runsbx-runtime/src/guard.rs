@@ -279,12 +279,10 @@ fn check_fds(proc_dir: &Path, max_fd: Option<i32>) -> Vec<String> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             other => other,
         };
-        let cloexec = info.ok().and_then(|i| {
-            i.lines()
-                .find_map(|l| l.strip_prefix("flags:"))
-                .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
-                .map(|flags| flags & 0o2000000 != 0)
-        });
+        let cloexec = info
+            .ok()
+            .and_then(|i| crate::fdinfo::flags(&i))
+            .map(|flags| flags & libc::O_CLOEXEC != 0);
         if cloexec != Some(true) {
             let target = std::fs::read_link(e.path()).unwrap_or_default();
             off.push(format!(

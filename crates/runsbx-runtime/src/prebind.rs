@@ -33,6 +33,7 @@
 //! (move_mount): it is never writable, and nothing is looked up twice. A
 //! bind that cannot be made fails the create (closed).
 
+use crate::spec::facts::{self, NsFact};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
@@ -119,12 +120,7 @@ pub fn plan(spec: &Spec, bundle_dir: &Path) -> Vec<PreBind> {
 /// user namespace and that root is not host root.
 pub fn container_root(spec: &Spec) -> Option<(u32, u32)> {
     let linux = spec.linux().as_ref()?;
-    let userns = linux
-        .namespaces()
-        .as_ref()?
-        .iter()
-        .find(|n| n.typ() == LinuxNamespaceType::User)?;
-    if userns.path().is_some() {
+    if facts::namespace(spec, LinuxNamespaceType::User) != NsFact::New {
         return None;
     }
     let host = |maps: &Option<Vec<LinuxIdMapping>>| {
@@ -142,9 +138,7 @@ pub fn container_root(spec: &Spec) -> Option<(u32, u32)> {
 /// (another type, not read-only, or an option runsbx does not reproduce).
 fn readonly_bind_flags(m: &Mount) -> Option<MsFlags> {
     let opts: &[String] = m.options().as_deref().unwrap_or(&[]);
-    let is_bind =
-        m.typ().as_deref() == Some("bind") || opts.iter().any(|o| o == "bind" || o == "rbind");
-    if !is_bind || !opts.iter().any(|o| o == "ro") {
+    if !facts::is_readonly_bind(m) {
         return None;
     }
     let mut flags = MsFlags::MS_RDONLY;

@@ -3,6 +3,7 @@
 //! main parses the command line, sets up logging, dispatches to one module
 //! per command and turns any error into one line on stderr (and in the
 //! `--log` file, where containerd's shim and conmon look for it).
+#![forbid(unsafe_code)]
 
 mod cli;
 mod commands;

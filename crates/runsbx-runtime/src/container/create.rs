@@ -82,12 +82,12 @@ impl Runtime {
     fn plan(&self, opts: &CreateOptions) -> Result<Plan> {
         validate_id(&opts.id)?;
         // The same validation `check` runs, so both refuse alike.
-        let crate::explain::Validated {
+        let crate::spec::Validated {
             bundle,
             policy,
             seccomp,
             ..
-        } = crate::explain::validate(&opts.bundle, &self.landlock_default)?;
+        } = crate::spec::validate(&opts.bundle, &self.landlock_default)?;
         if let Some(p) = &opts.pid_file {
             check_parent_dir(p, "--pid-file")?;
         }

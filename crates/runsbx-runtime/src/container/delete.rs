@@ -142,7 +142,7 @@ impl Runtime {
         // once per controller.
         let manager = match no_cgroup {
             true => None,
-            false => match self.cgroup(&c) {
+            false => match crate::cgroup::manager(&c) {
                 Ok(m) => Some(m),
                 Err(e) if status != ContainerStatus::Stopped => return Err(e),
                 Err(_) => None,
@@ -152,7 +152,7 @@ impl Runtime {
             stop_cgroup(&c, m, starttime)?;
             // Also when stopped: a dead init not yet reaped (its runsbx was
             // killed, the host's init reaps it later) still holds the cgroup.
-            Self::wait_cgroup_empty(m);
+            crate::cgroup::wait_empty(m);
         }
         // A zombie the host's init has not reaped yet keeps a v1 cgroup busy
         // even when no pid is listed: retry the removal for a while.

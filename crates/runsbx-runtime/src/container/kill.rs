@@ -50,7 +50,7 @@ impl Runtime {
             if status == ContainerStatus::Stopped && !cgroup_exists(&c) {
                 return Ok(());
             }
-            return signal_cgroup(id, &self.cgroup(&c)?, signal);
+            return signal_cgroup(id, &crate::cgroup::manager(&c)?, signal);
         }
         if !c.can_kill() {
             return Err(RuntimeError::WrongState {
@@ -65,7 +65,7 @@ impl Runtime {
         // A frozen process cannot die until thawed (cgroup v1).
         if status == ContainerStatus::Paused && signal == Signal::SIGKILL {
             use libcgroups::common::CgroupManager;
-            self.cgroup(&c)?
+            crate::cgroup::manager(&c)?
                 .freeze(libcgroups::common::FreezerState::Thawed)
                 .map_err(|e| RuntimeError::cgroup(format!("kill {id}: thaw"), e))?;
         }

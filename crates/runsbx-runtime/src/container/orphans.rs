@@ -9,6 +9,7 @@ use nix::unistd::Pid;
 use super::kill::kill_checked;
 use super::lock::{CreateLock, LockFile};
 use super::{validate_id, Runtime};
+use crate::fdinfo::FdInfo;
 
 impl Runtime {
     /// Rootless, before `delete` enters its shim: stops what a create of
@@ -175,28 +176,6 @@ pub(super) enum Seen {
         uid: Option<u32>,
         argv: Option<Vec<u8>>,
     },
-}
-
-/// The fields of /proc/<pid>/fdinfo/<fd> the scan reads.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct FdInfo {
-    /// `flags:`, octal in the file.
-    pub(crate) flags: i32,
-    pub(crate) ino: u64,
-}
-
-impl FdInfo {
-    pub(crate) fn parse(text: &str) -> Option<Self> {
-        let field = |name: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(name))
-                .map(str::trim)
-        };
-        Some(Self {
-            flags: i32::from_str_radix(field("flags:")?, 8).ok()?,
-            ino: field("ino:")?.parse().ok()?,
-        })
-    }
 }
 
 /// Reads what [`decide`] needs of `pid`. Only /proc's link texts and

@@ -13,6 +13,12 @@ use crate::error::{Result, RuntimeError};
 use crate::spec::Bundle;
 
 impl Runtime {
+    /// Whether the kernel OOM-killed something in the container's memory
+    /// cgroup (see [`crate::cgroup::oom_killed`]).
+    pub fn oom_killed(&self, id: &str) -> bool {
+        self.load(id).is_ok_and(|c| crate::cgroup::oom_killed(&c))
+    }
+
     /// `oom_killed` of the container this process created: one without a
     /// cgroup has no OOM record to read.
     pub fn oom_killed_owned(&self, o: &Owned) -> bool {
@@ -105,8 +111,7 @@ impl Runtime {
                 (_, Some(pid)) => crate::pidns::members(pid.as_raw()),
             };
         }
-        let mut pids: Vec<i32> = self
-            .cgroup(&c)?
+        let mut pids: Vec<i32> = crate::cgroup::manager(&c)?
             .get_all_pids()
             .map_err(|e| RuntimeError::cgroup(format!("ps {id}: cgroup"), e))?
             .into_iter()

@@ -1,4 +1,5 @@
 //! Gathering an [`Explanation`] from a validated bundle and the host.
+use crate::spec::Validated;
 use std::collections::BTreeSet;
 use std::path::Path;
 

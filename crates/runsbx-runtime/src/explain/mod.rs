@@ -13,10 +13,7 @@
 //! it cannot tell (the path lies under a mount that is not a bind).
 use std::path::PathBuf;
 
-pub use runsbx_policy::landlock::access::{describe_rights, effective_access, layer_access};
 use serde::Serialize;
-
-pub use crate::spec::validate::{validate, Validated};
 
 /// The effective policy of a bundle, in the terms `docs/runsbx.1.md` uses.
 #[derive(Debug, Clone, Serialize)]
@@ -205,7 +202,6 @@ mod landlock;
 mod text;
 mod warnings;
 
-pub use crate::spec::facts::is_host_namespace;
 pub use executable::{find_executable, ExecutableError};
 pub use gather::{explain, host_id, Host};
 pub use warnings::warnings;

@@ -1,7 +1,9 @@
 //! The explanation in words.
 use std::fmt::Write as _;
 
-use super::{describe_rights, Executable, Explanation, NsMode};
+use runsbx_policy::landlock::access::describe_rights;
+
+use super::{Executable, Explanation, NsMode};
 
 impl Explanation {
     /// The explanation in words, one fact per line, warnings last.

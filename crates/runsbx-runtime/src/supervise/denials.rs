@@ -20,8 +20,7 @@ impl Denials {
         opts.log_denials = true;
         // Which layers there are, for the notes; a bundle that does not
         // validate is refused by create, with its own error.
-        let (landlock, seccomp) = match crate::explain::validate(&opts.bundle, &rt.landlock_default)
-        {
+        let (landlock, seccomp) = match crate::spec::validate(&opts.bundle, &rt.landlock_default) {
             Ok(v) => (!v.policy.landlock.is_empty(), v.seccomp),
             Err(_) => (true, None),
         };
