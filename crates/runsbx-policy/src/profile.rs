@@ -223,6 +223,12 @@ const PR_GET_NO_NEW_PRIVS: u64 = 39;
 const ARCH_SET_FS: u64 = 0x1002;
 const ARCH_GET_FS: u64 = 0x1003;
 const AF_UNIX: u64 = 1;
+const AF_NETLINK: u64 = 16;
+const NETLINK_ROUTE: u64 = 0;
+const SOCK_STREAM: u64 = 1;
+const SOCK_RAW: u64 = 3;
+/// `socket`'s type argument without SOCK_NONBLOCK and SOCK_CLOEXEC.
+const SOCK_TYPE_MASK: u64 = !(0o4000 | 0o2000000) & 0xffff_ffff;
 const CLONE_VM: u64 = 0x100;
 const CLONE_FS: u64 = 0x200;
 const CLONE_FILES: u64 = 0x400;
@@ -369,6 +375,89 @@ pub fn sandbox_seccomp() -> LinuxSeccomp {
     p
 }
 
+/// The seccomp allowlist of `runsbx sandbox --jupyter`: [`sandbox_seccomp`]
+/// plus what a Jupyter kernel (ipykernel over pyzmq's libzmq) needs to serve
+/// its channels on unix sockets in the workdir.
+///
+/// What it adds and why each opens no way out:
+/// - `socket(AF_UNIX, SOCK_STREAM)`, `bind`, `listen`, `accept`, `accept4`,
+///   `connect`: ZMQ's `ipc://` transport. A pathname socket can only be made
+///   where Landlock grants `make_sock`, the workdir; an abstract one lives in
+///   the sandbox's own network namespace, and Landlock's abstract-socket
+///   scope keeps it from any other. `connect` reaches a pathname socket
+///   visible in the sandbox's mount tree: runsbx refuses to start when the
+///   workdir or a read-only bind outside the system directories holds one
+///   (Landlock ABI 7 cannot restrict that connect). Only stream sockets: a
+///   datagram socket's `sendmsg` can name a destination address, which would
+///   turn any visible datagram socket into a way out.
+/// - `socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE)`: libzmq lists the network
+///   interfaces (getifaddrs) before it binds, and aborts when that fails. It
+///   lists the sandbox's own namespace, a loopback device; changing anything
+///   there needs CAP_NET_ADMIN, which the workload does not hold.
+/// - every other socket family answers EAFNOSUPPORT, not EPERM: ipykernel then
+///   warns that its TCP pipe for forked subprocesses is unavailable and goes
+///   on (EPERM makes libzmq abort).
+/// - `getsockopt`, `setsockopt`: options of those sockets (libzmq sets
+///   buffer sizes, SO_PASSCRED-style options need no privilege).
+/// - `sched_setscheduler`, `sched_setparam`: libzmq's I/O thread re-applies
+///   its scheduling policy (SCHED_OTHER). A real-time policy or a higher
+///   priority needs CAP_SYS_NICE or RLIMIT_RTPRIO, neither of which the
+///   workload has, and the pid namespace holds only the sandbox's threads.
+pub fn kernel_seccomp() -> LinuxSeccomp {
+    let mut p = sandbox_seccomp();
+    let mut syscalls = p.syscalls().clone().unwrap_or_default();
+    let mut unsupported = LinuxSyscall::default();
+    unsupported.set_names(vec!["socket".into()]);
+    unsupported.set_action(LinuxSeccompAction::ScmpActErrno);
+    unsupported.set_errno_ret(Some(libc::EAFNOSUPPORT as u32));
+    unsupported.set_args(Some(vec![
+        arg(0, LinuxSeccompOperator::ScmpCmpNe, AF_UNIX, None),
+        arg(0, LinuxSeccompOperator::ScmpCmpNe, AF_NETLINK, None),
+    ]));
+    syscalls.push(unsupported);
+    syscalls.push(allow(
+        &["socket"],
+        vec![
+            arg(0, LinuxSeccompOperator::ScmpCmpEq, AF_UNIX, None),
+            arg(
+                1,
+                LinuxSeccompOperator::ScmpCmpMaskedEq,
+                SOCK_TYPE_MASK,
+                Some(SOCK_STREAM),
+            ),
+        ],
+    ));
+    syscalls.push(allow(
+        &["socket"],
+        vec![
+            arg(0, LinuxSeccompOperator::ScmpCmpEq, AF_NETLINK, None),
+            arg(
+                1,
+                LinuxSeccompOperator::ScmpCmpMaskedEq,
+                SOCK_TYPE_MASK,
+                Some(SOCK_RAW),
+            ),
+            arg(2, LinuxSeccompOperator::ScmpCmpEq, NETLINK_ROUTE, None),
+        ],
+    ));
+    syscalls.push(allow(
+        &[
+            "bind",
+            "listen",
+            "accept",
+            "accept4",
+            "connect",
+            "getsockopt",
+            "setsockopt",
+            "sched_setscheduler",
+            "sched_setparam",
+        ],
+        Vec::new(),
+    ));
+    p.set_syscalls(Some(syscalls));
+    p
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -420,6 +509,73 @@ mod tests {
             "pidfd_open",
         ] {
             assert!(!named.contains(&denied), "{denied} must not be allowed");
+        }
+    }
+
+    fn answer(prog: &seccomp::SeccompProgram, name: &str, args: [u64; 6]) -> u32 {
+        prog.answer(&seccomp::x86_64_call(name, args).expect("known syscall"))
+            .expect("interpretable")
+    }
+
+    #[test]
+    fn kernel_profile_allows_stream_unix_sockets_and_nothing_else() {
+        let prog = seccomp::compile(&kernel_seccomp()).expect("kernel profile compiles");
+        assert!(
+            prog.unknown_syscalls.is_empty(),
+            "{:?}",
+            prog.unknown_syscalls
+        );
+        let allow = libc::SECCOMP_RET_ALLOW;
+        let errno = |e: i32| libc::SECCOMP_RET_ERRNO | e as u32;
+        const CLOEXEC: u64 = 0o2000000;
+        const NONBLOCK: u64 = 0o4000;
+        let table: &[([u64; 6], u32)] = &[
+            ([AF_UNIX, SOCK_STREAM, 0, 0, 0, 0], allow),
+            (
+                [AF_UNIX, SOCK_STREAM | CLOEXEC | NONBLOCK, 0, 0, 0, 0],
+                allow,
+            ),
+            ([AF_UNIX, 2, 0, 0, 0, 0], errno(libc::EPERM)), // SOCK_DGRAM
+            ([AF_UNIX, 5, 0, 0, 0, 0], errno(libc::EPERM)), // SOCK_SEQPACKET
+            (
+                [AF_NETLINK, SOCK_RAW | CLOEXEC, NETLINK_ROUTE, 0, 0, 0],
+                allow,
+            ),
+            ([AF_NETLINK, SOCK_RAW, 9, 0, 0, 0], errno(libc::EPERM)), // NETLINK_AUDIT
+            ([AF_NETLINK, 2, NETLINK_ROUTE, 0, 0, 0], errno(libc::EPERM)),
+            ([2, SOCK_STREAM, 6, 0, 0, 0], errno(libc::EAFNOSUPPORT)), // AF_INET
+            ([10, 2, 0, 0, 0, 0], errno(libc::EAFNOSUPPORT)),          // AF_INET6
+            ([40, SOCK_STREAM, 0, 0, 0, 0], errno(libc::EAFNOSUPPORT)), // AF_VSOCK
+            ([17, SOCK_RAW, 0, 0, 0, 0], errno(libc::EAFNOSUPPORT)),   // AF_PACKET
+        ];
+        for (args, want) in table {
+            assert_eq!(answer(&prog, "socket", *args), *want, "socket{args:?}");
+        }
+        for name in ["bind", "listen", "accept4", "connect", "sched_setscheduler"] {
+            assert_eq!(answer(&prog, name, [0; 6]), allow, "{name}");
+        }
+        // The default profile is unchanged by the kernel one.
+        let plain = seccomp::compile(&sandbox_seccomp()).unwrap();
+        for name in ["socket", "bind", "connect", "sched_setscheduler"] {
+            assert_eq!(
+                answer(&plain, name, [AF_UNIX, SOCK_STREAM, 0, 0, 0, 0]),
+                errno(libc::EPERM),
+                "{name}"
+            );
+        }
+        for name in [
+            "ptrace",
+            "mount",
+            "io_uring_setup",
+            "execveat",
+            "socketpair",
+        ] {
+            let want = answer(&plain, name, [AF_UNIX, SOCK_STREAM, 0, 0, 0, 0]);
+            assert_eq!(
+                answer(&prog, name, [AF_UNIX, SOCK_STREAM, 0, 0, 0, 0]),
+                want,
+                "{name}"
+            );
         }
     }
 }

@@ -19,6 +19,7 @@ pub mod explain;
 mod fdinfo;
 pub mod guard;
 pub mod initlog;
+pub mod jupyter;
 pub mod landlock;
 pub mod monitor;
 pub mod pidns;

@@ -240,6 +240,15 @@ impl X86Arch {
     }
 }
 
+/// A native x86_64 call of syscall `name`, for asking a program what it answers.
+pub fn x86_64_call(name: &str, args: [u64; 6]) -> Option<Call> {
+    Some(Call {
+        arch: AUDIT_ARCH_X86_64,
+        nr: X86Arch::X86_64.resolve(name)?,
+        args,
+    })
+}
+
 /// The name of syscall `nr` as the kernel's audit records give it: an
 /// `AUDIT_ARCH_*` value and the number (x32 numbers carry their bit, as in
 /// the x32 table).
