@@ -15,6 +15,7 @@
 //!
 //! The seccomp side is `runsbx_policy::profile::kernel_seccomp`.
 pub mod connection;
+pub mod kernelspec;
 pub mod reach;
 pub mod relay;
 
@@ -28,6 +29,8 @@ pub enum JupyterError {
     Socket { path: PathBuf, bound: PathBuf },
     #[error("{bound}: more than {limit} entries to check for unix sockets: bind a narrower path")]
     TooLarge { bound: PathBuf, limit: usize },
+    #[error("--python {python}: {reason}")]
+    Python { python: PathBuf, reason: String },
     #[error("{context}: {err}")]
     Io {
         context: String,
