@@ -47,10 +47,9 @@ fn install_kernelspec(env: &Env, name: &str, extra: &[&str]) -> PathBuf {
         python.to_str().unwrap(),
         dir.to_str().unwrap(),
     ];
-    if !extra.is_empty() {
-        args.push("--");
-        args.extend_from_slice(extra);
-    }
+    // The kernels keep their state in this test's root.
+    args.extend(["--", "--root", env.root.to_str().unwrap()]);
+    args.extend_from_slice(extra);
     env.ok(&args);
     jpath
 }
@@ -83,7 +82,9 @@ fn a_notebook_runs_in_a_sandboxed_kernel() {
 
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/jupyter/notebook.py");
     let mut run = Command::new(venv.join("bin/python"));
-    run.arg(&script).arg("runsbx-test").current_dir(env.tmp.path());
+    run.arg(&script)
+        .arg("runsbx-test")
+        .current_dir(env.tmp.path());
     jupyter_env(&mut run, &env, &jpath);
     let out = env.run_cmd(&mut run);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -108,7 +109,10 @@ fn a_notebook_runs_in_a_sandboxed_kernel() {
         "ok restart",
         "ok shutdown",
     ] {
-        assert!(stdout.lines().any(|l| l == line), "no `{line}` in:\n{stdout}");
+        assert!(
+            stdout.lines().any(|l| l == line),
+            "no `{line}` in:\n{stdout}"
+        );
     }
     // Every kernel ended with its container: nothing left in the state root.
     assert_eq!(env.state_entries(), Vec::<String>::new());
@@ -137,10 +141,18 @@ fn a_socket_the_kernel_could_reach_is_refused() {
     let python = venv.join("bin/python");
     let out = sandbox(
         &env,
-        &["--jupyter", conn.to_str().unwrap(), "--ro", dir.to_str().unwrap()],
+        &[
+            "--jupyter",
+            conn.to_str().unwrap(),
+            "--ro",
+            dir.to_str().unwrap(),
+        ],
         &[python.to_str().unwrap(), "-m", "ipykernel_launcher"],
     );
-    assert_one_line_error(&out, "deep/agent.sock is a unix socket the sandbox could connect to");
+    assert_one_line_error(
+        &out,
+        "deep/agent.sock is a unix socket the sandbox could connect to",
+    );
     assert_eq!(env.state_entries(), Vec::<String>::new());
 }
 
@@ -148,7 +160,11 @@ fn a_socket_the_kernel_could_reach_is_refused() {
 fn a_bad_connection_file_is_one_clear_error() {
     let env = Env::new();
     let conn = env.tmp.path().join("conn.json");
-    fs::write(&conn, r#"{"key": "k", "transport": "tcp", "ip": "127.0.0.1"}"#).unwrap();
+    fs::write(
+        &conn,
+        r#"{"key": "k", "transport": "tcp", "ip": "127.0.0.1"}"#,
+    )
+    .unwrap();
     let out = sandbox(
         &env,
         &["--jupyter", conn.to_str().unwrap()],
@@ -162,7 +178,13 @@ fn a_bad_connection_file_is_one_clear_error() {
 fn the_escape_probe_holds_under_the_kernel_profile() {
     let env = Env::new();
     let probe = probe_bin();
-    let out = env.run(&["selftest", "--profile", "jupyter", "--probe", probe.to_str().unwrap()]);
+    let out = env.run(&[
+        "selftest",
+        "--profile",
+        "jupyter",
+        "--probe",
+        probe.to_str().unwrap(),
+    ]);
     assert!(
         out.status.success() && String::from_utf8_lossy(&out.stdout).contains("selftest passed"),
         "selftest --profile jupyter failed:\n{}\n{}",

@@ -40,7 +40,7 @@ cells = {
 }
 nb = nbformat.v4.new_notebook()
 nb.cells = [nbformat.v4.new_code_cell(src, metadata={"name": key}) for key, src in cells.items()]
-client = NotebookClient(nb, kernel_name=name, timeout=20, allow_errors=True, interrupt_on_timeout=True,
+client = NotebookClient(nb, kernel_name=name, timeout=15, allow_errors=True, interrupt_on_timeout=True,
                         startup_timeout=120)
 t0 = time.monotonic()
 client.execute()
@@ -75,7 +75,7 @@ print("ok state after interrupt")
 
 # A client that manages the kernel itself: interrupt, restart, shutdown.
 km = KernelManager(kernel_name=name)
-km.start_kernel(startup_timeout=120)
+km.start_kernel()
 kc = km.client()
 kc.start_channels()
 try:

@@ -23,6 +23,8 @@ pub struct SandboxRequest {
     pub env: Vec<String>,
     /// `NAME=SOFT[:HARD]` (`--rlimit`).
     pub rlimits: Vec<String>,
+    /// The seccomp profile (`--profile`).
+    pub profile: runsbx_policy::profile::Profile,
 }
 
 /// `NAME=SOFT[:HARD]`; sizes take K, M, G suffixes; `unlimited` is allowed.

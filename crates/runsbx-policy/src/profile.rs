@@ -375,6 +375,25 @@ pub fn sandbox_seccomp() -> LinuxSeccomp {
     p
 }
 
+/// Which policy a generated sandbox gets (`--profile`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Profile {
+    /// One program, no sockets: [`sandbox_seccomp`].
+    #[default]
+    Default,
+    /// A Jupyter kernel: [`kernel_seccomp`].
+    Jupyter,
+}
+
+impl Profile {
+    pub fn seccomp(self) -> LinuxSeccomp {
+        match self {
+            Profile::Default => sandbox_seccomp(),
+            Profile::Jupyter => kernel_seccomp(),
+        }
+    }
+}
+
 /// The seccomp allowlist of `runsbx sandbox --jupyter`: [`sandbox_seccomp`]
 /// plus what a Jupyter kernel (ipykernel over pyzmq's libzmq) needs to serve
 /// its channels on unix sockets in the workdir.

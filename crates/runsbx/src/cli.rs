@@ -93,6 +93,8 @@ pub enum Command {
     /// Validate a bundle as `create` would, without creating anything, and
     /// print the policy it will run under, with its weak spots.
     Check(Check),
+    /// Write a Jupyter kernelspec whose kernel runs under `sandbox --jupyter`.
+    Kernelspec(Kernelspec),
 }
 
 #[derive(Debug, Args)]
@@ -270,6 +272,12 @@ pub struct SpecCmd {
     pub rootless: bool,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Profile {
+    Default,
+    Jupyter,
+}
+
 #[derive(Debug, Args)]
 pub struct SandboxFlags {
     /// The one read-write directory (absolute; default: a fresh private
@@ -286,6 +294,10 @@ pub struct SandboxFlags {
     /// repeatable. Defaults: NOFILE=1024, CORE=0.
     #[arg(long, value_name = "NAME=SOFT[:HARD]")]
     pub rlimit: Vec<String>,
+    /// The policy: `default`, or `jupyter` (unix stream sockets in the
+    /// workdir, for a Jupyter kernel; see docs/sandbox.md).
+    #[arg(long, value_enum, default_value_t = Profile::Default, value_name = "NAME")]
+    pub profile: Profile,
     /// The command and its arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -297,6 +309,12 @@ pub struct Sandbox {
     pub flags: SandboxFlags,
     #[command(flatten)]
     pub guard: GuardFlags,
+    /// Serve a Jupyter kernel for this connection file (a kernelspec's
+    /// `{connection_file}`): implies `--profile jupyter`, relays the file's
+    /// endpoints to the kernel's sockets in the workdir and appends the
+    /// kernel's own `-f FILE` to CMD.
+    #[arg(long, value_name = "FILE")]
+    pub jupyter: Option<PathBuf>,
     /// Memory limit of the container's cgroup (the kernel OOM-kills above it).
     #[arg(long, value_name = "SIZE")]
     pub memory: Option<String>,
@@ -352,6 +370,29 @@ pub struct Selftest {
     /// instead of the default sandbox.
     #[arg(long, conflicts_with = "bundle")]
     pub no_userns: bool,
+    /// Test this `--profile` of the generated sandbox (see `sandbox`).
+    #[arg(long, value_enum, default_value_t = Profile::Default, value_name = "NAME",
+          conflicts_with_all = ["bundle", "no_userns"])]
+    pub profile: Profile,
+}
+
+#[derive(Debug, Args)]
+pub struct Kernelspec {
+    /// The kernel's display name, as clients list it.
+    #[arg(long, value_name = "NAME")]
+    pub name: String,
+    /// The kernel's Python; it must import ipykernel (looked up on PATH
+    /// unless it has a slash).
+    #[arg(long, value_name = "PY", default_value = "python3")]
+    pub python: PathBuf,
+    /// The kernelspec directory to write kernel.json into; its last
+    /// component is the kernel's name for `jupyter kernelspec install`.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// `sandbox` flags for every start of the kernel (`--ro`, `--timeout`,
+    /// `--rss-limit`, `--memory`, `--root` ...), after `--`.
+    #[arg(last = true, value_name = "SANDBOX-FLAGS")]
+    pub sandbox_flags: Vec<String>,
 }
 
 #[derive(Debug, Args)]

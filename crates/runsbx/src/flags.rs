@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result};
 use runsbx_bundle::SandboxRequest;
+use runsbx_policy::profile::Profile;
 use runsbx_runtime::guard::{self, Limits};
 use runsbx_runtime::supervise::{self, Supervision};
 
@@ -40,6 +41,15 @@ impl From<&SandboxFlags> for SandboxRequest {
             ro: f.ro.clone(),
             env: f.env.clone(),
             rlimits: f.rlimit.clone(),
+            profile: profile(f.profile),
         }
+    }
+}
+
+/// `--profile`'s value.
+pub fn profile(p: crate::cli::Profile) -> Profile {
+    match p {
+        crate::cli::Profile::Default => Profile::Default,
+        crate::cli::Profile::Jupyter => Profile::Jupyter,
     }
 }

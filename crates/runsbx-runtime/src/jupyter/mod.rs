@@ -19,7 +19,12 @@ pub mod kernelspec;
 pub mod reach;
 pub mod relay;
 
-use std::path::PathBuf;
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use connection::Connection;
+use relay::Relay;
 
 #[derive(Debug, thiserror::Error)]
 pub enum JupyterError {
@@ -29,6 +34,8 @@ pub enum JupyterError {
     Socket { path: PathBuf, bound: PathBuf },
     #[error("{bound}: more than {limit} entries to check for unix sockets: bind a narrower path")]
     TooLarge { bound: PathBuf, limit: usize },
+    #[error("the kernel's socket {} would be longer than a unix socket path may be ({} bytes): use a shorter --workdir", .0.display(), connection::MAX_SOCKET_PATH)]
+    PathTooLong(PathBuf),
     #[error("--python {python}: {reason}")]
     Python { python: PathBuf, reason: String },
     #[error("{context}: {err}")]
@@ -45,4 +52,44 @@ impl JupyterError {
             err,
         }
     }
+}
+
+/// The kernel's connection file, relative to its cwd (the workdir): the
+/// argument runsbx gives the kernel's `-f`.
+pub const KERNEL_FILE: &str = "runsbx-kernel.json";
+
+/// Everything before the container is created: the reach check over
+/// `workdir` and the read-only binds outside the system directories, the
+/// client's endpoints bound, and the kernel's connection file written into
+/// the workdir, readable by the workdir's owner (the workload) alone.
+pub fn stage(
+    conn: &Connection,
+    workdir: &Path,
+    ro_binds: &[PathBuf],
+) -> Result<Relay, JupyterError> {
+    for s in connection::kernel_sockets(workdir) {
+        if s.as_os_str().len() > connection::MAX_SOCKET_PATH {
+            return Err(JupyterError::PathTooLong(s));
+        }
+    }
+    let system = |p: &Path| {
+        runsbx_bundle::discover::SYSTEM_DIRS
+            .iter()
+            .chain(&["/etc", "/dev", "/proc"])
+            .any(|d| p.starts_with(d))
+    };
+    let mut roots = vec![workdir.to_path_buf()];
+    roots.extend(ro_binds.iter().filter(|p| !system(p)).cloned());
+    reach::no_sockets(&roots, reach::MAX_ENTRIES)?;
+    let relay = Relay::bind(conn, workdir)?;
+    let file = workdir.join(KERNEL_FILE);
+    let text = serde_json::to_string(&conn.for_kernel(workdir)).expect("plain JSON");
+    let write = || -> std::io::Result<()> {
+        let owner = fs::metadata(workdir)?;
+        fs::write(&file, text)?;
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o600))?;
+        std::os::unix::fs::chown(&file, Some(owner.uid()), Some(owner.gid()))
+    };
+    write().map_err(|e| JupyterError::io(format!("writing {}", file.display()), e))?;
+    Ok(relay)
 }

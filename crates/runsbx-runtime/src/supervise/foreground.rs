@@ -36,6 +36,9 @@ pub fn foreground(
         }
     };
     sup.emit(serde_json::json!({ "event": "start", "pid": pid.as_raw(), "id": id }));
+    // Threads only now that init is forked (see Relay::serve); until then a
+    // client's connections wait in the listen queue.
+    let _serving = sup.relay.take().map(|r| r.serve());
 
     let (done, mut killed_for, peak) = watch(&monitor, pid, sup.limits, started_at, || {
         let _ = rt.kill_owned(&owned);

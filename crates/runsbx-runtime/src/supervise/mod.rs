@@ -56,6 +56,9 @@ pub struct Supervision {
     /// After the denials, say which sandbox flag adds what Landlock refused
     /// to read (`sandbox`: `--ro`).
     pub ro_hint: bool,
+    /// A Jupyter kernel's endpoints (`sandbox --jupyter`), served from the
+    /// moment init is forked until the run ends.
+    pub relay: Option<crate::jupyter::relay::Relay>,
 }
 
 impl Default for Supervision {
@@ -69,6 +72,7 @@ impl Default for Supervision {
             kill_on: Vec::new(),
             report_denials: false,
             ro_hint: false,
+            relay: None,
         }
     }
 }

@@ -14,7 +14,6 @@ use runsbx_bundle::{
     DEFAULT_PATH, NOBODY,
 };
 use runsbx_policy::landlock::LandlockPolicy;
-use runsbx_policy::profile::sandbox_seccomp;
 
 use super::{Result, SuperviseError};
 use crate::premount;
@@ -118,7 +117,7 @@ pub fn prepare(req: &SandboxRequest, cache: Option<&Path>) -> Result<Prepared> {
         env,
         host_ids: ids,
         rlimits,
-        seccomp: Some(serde_json::to_value(sandbox_seccomp())?),
+        seccomp: Some(serde_json::to_value(req.profile.seccomp())?),
         landlock: Some(landlock.to_json()),
         net: false,
     };

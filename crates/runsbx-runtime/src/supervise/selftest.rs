@@ -6,6 +6,7 @@
 //! the attempt failed; a missing line (probe killed, not started, check
 //! skipped) is a failure, as is a probe exit status other than 0.
 
+use runsbx_policy::profile::Profile;
 use std::fs;
 use std::io::Read;
 use std::os::fd::OwnedFd;
@@ -22,10 +23,29 @@ use super::{foreground, sandbox_posture, Result, SuperviseError, Supervision};
 use crate::{CreateOptions, Runtime};
 
 /// (probe check, what it shows when it succeeds)
-fn checks(workdir: &Path) -> Vec<(String, &'static str)> {
+fn checks(workdir: &Path, profile: Profile) -> Vec<(String, &'static str)> {
     let dropped = workdir.join("dropped");
     let dropped = dropped.display();
-    vec![
+    // The Jupyter profile allows a NETLINK_ROUTE socket by design (libzmq
+    // lists the interfaces of the sandbox's own namespace): check that every
+    // other netlink protocol and the socket kinds it does not allow stay shut.
+    let netlink = match profile {
+        Profile::Default => vec![("socket:netlink,raw".into(), "open a netlink socket")],
+        Profile::Jupyter => vec![
+            (
+                "socket:netlink,raw,9".into(),
+                "open an audit netlink socket",
+            ),
+            (
+                "socket:netlink,dgram,15".into(),
+                "open a uevent netlink socket",
+            ),
+            ("socket:unix,dgram".into(), "open a unix datagram socket"),
+            ("socket:inet,stream".into(), "open a TCP socket"),
+            ("socket:vsock,stream".into(), "open a vsock socket"),
+        ],
+    };
+    let mut checks: Vec<(String, &'static str)> = vec![
         ("tcp-connect:127.0.0.1:22".into(), "TCP connect to loopback"),
         (
             "tcp-connect:1.1.1.1:80".into(),
@@ -44,15 +64,19 @@ fn checks(workdir: &Path) -> Vec<(String, &'static str)> {
         ("mount:/dev".into(), "mount"),
         ("unshare:user".into(), "unshare a user namespace"),
         ("unshare:net".into(), "unshare a network namespace"),
-        ("socket:netlink,raw".into(), "open a netlink socket"),
         ("io-uring-setup".into(), "io_uring"),
         ("proc-list".into(), "see processes in /proc"),
+    ];
+    // The probe's last two: exec is its final check.
+    checks.extend(netlink);
+    checks.extend([
         (format!("write:{dropped},#!/bin/sh"), ""),
         (
             format!("exec:{dropped}"),
             "exec a file written in the workdir",
         ),
-    ]
+    ]);
+    checks
 }
 
 fn find_probe(given: Option<&Path>) -> Result<PathBuf> {
@@ -111,29 +135,40 @@ impl Verdict {
 }
 
 /// The probe and the list of checks it runs in `work`.
-fn probe_command(probe: &Path, work: &Path) -> (Vec<(String, &'static str)>, Vec<String>) {
-    let checks = checks(work);
+fn probe_command(
+    probe: &Path,
+    work: &Path,
+    profile: Profile,
+) -> (Vec<(String, &'static str)>, Vec<String>) {
+    let checks = checks(work, profile);
     let mut command = vec![probe.display().to_string()];
     command.extend(checks.iter().map(|(c, _)| c.clone()));
     (checks, command)
 }
 
 /// Runs the probe in a container (the `sandbox` bundle, or a copy of
-/// `bundle_dir`'s with the probe as its process) under the sandbox posture.
-pub fn check(rt: &Runtime, probe: Option<&Path>, bundle_dir: Option<&Path>) -> Result<Verdict> {
+/// `bundle_dir`'s with the probe as its process) under the sandbox posture,
+/// with `profile`'s policy.
+pub fn check(
+    rt: &Runtime,
+    probe: Option<&Path>,
+    bundle_dir: Option<&Path>,
+    profile: Profile,
+) -> Result<Verdict> {
     let probe = find_probe(probe)?;
     // A private workdir, as `sandbox` makes one.
     let owner = nix::unistd::geteuid()
         .is_root()
         .then_some((runsbx_bundle::NOBODY, runsbx_bundle::NOBODY));
     let work = private_dir("runsbx-selftest-", owner)?;
-    let (checks, command) = probe_command(&probe, &work.0);
+    let (checks, command) = probe_command(&probe, &work.0, profile);
 
     let bundle: Materialized = match bundle_dir {
         None => {
             let req = SandboxRequest {
                 workdir: Some(work.0.clone()),
                 command: command.clone(),
+                profile,
                 ..Default::default()
             };
             materialize(prepare(&req, None)?.config)?
@@ -165,7 +200,7 @@ pub fn check_direct(rt: &Runtime, probe: Option<&Path>) -> Result<Verdict> {
     crate::direct::available()?;
     let probe = find_probe(probe)?;
     let work = private_dir("runsbx-selftest-", None)?;
-    let (checks, command) = probe_command(&probe, &work.0);
+    let (checks, command) = probe_command(&probe, &work.0, Profile::Default);
     let req = SandboxRequest {
         workdir: Some(work.0.clone()),
         command,

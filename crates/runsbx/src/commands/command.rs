@@ -40,6 +40,7 @@ impl Command {
             Command::Gen(_) => "gen",
             Command::Selftest(_) => "selftest",
             Command::Check(_) => "check",
+            Command::Kernelspec(_) => "kernelspec",
         }
     }
 }

@@ -7,6 +7,7 @@ mod create;
 mod delete;
 mod exec;
 mod features;
+mod kernelspec;
 mod kill;
 mod list;
 mod pause;
@@ -106,6 +107,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<u8> {
         Command::Gen(a) => sandbox::gen(ctx, a).map(|_| 0),
         Command::Selftest(a) => selftest::run(ctx, a),
         Command::Check(a) => check::run(ctx, a).map(|_| 0),
+        Command::Kernelspec(a) => kernelspec::run(a).map(|_| 0),
     }
 }
 

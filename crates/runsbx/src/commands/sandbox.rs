@@ -6,6 +6,9 @@
 use anyhow::{bail, Context, Result};
 use nix::sys::signal::Signal;
 use runsbx_bundle::write_bundle;
+use runsbx_bundle::SandboxRequest;
+use runsbx_policy::profile::Profile;
+use runsbx_runtime::jupyter::{self, connection::Connection};
 use runsbx_runtime::supervise::sandbox::{
     add_resources, make_traversable, materialize, prepare, Prepared,
 };
@@ -34,16 +37,38 @@ pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
     }
     if a.self_test {
         // Quiet: stdout belongs to the workload.
-        selftest::check(&ctx.rt, None, None)
+        let profile = match a.jupyter {
+            Some(_) => Profile::Jupyter,
+            None => crate::flags::profile(a.flags.profile),
+        };
+        selftest::check(&ctx.rt, None, None, profile)
             .and_then(selftest::Verdict::passed)
             .context("--self-test")?;
     }
+    let mut req: SandboxRequest = (&a.flags).into();
+    let connection = match &a.jupyter {
+        Some(file) => {
+            req.profile = Profile::Jupyter;
+            req.command
+                .extend(["-f".into(), jupyter::KERNEL_FILE.into()]);
+            Some(Connection::read(file).context("--jupyter")?)
+        }
+        None => None,
+    };
     let Prepared {
         mut config,
         workdir,
-        ..
-    } = prepare(&(&a.flags).into(), Some(&ctx.rt.root.join(".discovery")))?;
+        discovery,
+    } = prepare(&req, Some(&ctx.rt.root.join(".discovery")))?;
     add_resources(&mut config, a.memory.as_deref(), a.pids_limit)?;
+    let relay = match &connection {
+        Some(c) => {
+            let ro: Vec<_> = discovery.ro_paths.iter().chain(&req.ro).cloned().collect();
+            let dir = config["process"]["cwd"].as_str().context("generated cwd")?;
+            Some(jupyter::stage(c, std::path::Path::new(dir), &ro).context("--jupyter")?)
+        }
+        None => None,
+    };
     let bundle = materialize(config)?;
     let id =
         a.id.clone()
@@ -54,7 +79,8 @@ pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
         pid_file: a.pid_file.clone(),
         ..Default::default()
     };
-    let sup = supervision(&a)?;
+    let mut sup = supervision(&a)?;
+    sup.relay = relay;
     let outcome = supervise::foreground(&ctx.rt, opts, None, false, sup)?;
     drop(workdir);
     drop(bundle);

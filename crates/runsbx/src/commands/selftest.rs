@@ -15,7 +15,12 @@ pub fn run(ctx: &Ctx, a: Selftest) -> Result<u8> {
         println!("selftest passed: every escape was blocked (--no-userns: without namespaces)");
         return Ok(0);
     }
-    let verdict = selftest::check(&ctx.rt, a.probe.as_deref(), a.bundle.as_deref())?;
+    let verdict = selftest::check(
+        &ctx.rt,
+        a.probe.as_deref(),
+        a.bundle.as_deref(),
+        crate::flags::profile(a.profile),
+    )?;
     print!("{}", verdict.report);
     verdict.passed()?;
     println!("selftest passed: every escape was blocked");
