@@ -360,7 +360,7 @@ mod tests {
 
     #[test]
     fn judge_needs_every_check_blocked_and_a_clean_exit() {
-        let checks = checks(Path::new("/w"));
+        let checks = checks(Path::new("/w"), Profile::Default);
         let all_blocked: String = checks
             .iter()
             .map(|(c, _)| line(c, false, r#","errno":"EPERM""#) + "\n")
