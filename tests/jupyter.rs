@@ -101,7 +101,7 @@ fn a_notebook_runs_in_a_sandboxed_kernel() {
         "ok pandas html",
         "denied network",
         "denied outside",
-        "ok root listing",
+        "denied root listing",
         "denied subprocess",
         "ok interrupt",
         "ok state after interrupt",
@@ -116,6 +116,46 @@ fn a_notebook_runs_in_a_sandboxed_kernel() {
     }
     // Every kernel ended with its container: nothing left in the state root.
     assert_eq!(env.state_entries(), Vec::<String>::new());
+}
+
+#[test]
+fn the_pid_file_names_the_kernel_process() {
+    let env = Env::new();
+    let pid_file = env.tmp.path().join("kernel.pid");
+    let jpath = install_kernelspec(
+        &env,
+        "runsbx-pid",
+        &["--pid-file", pid_file.to_str().unwrap()],
+    );
+    // The client sees runsbx's PID; the pid file has the kernel's own, the
+    // Python process whose RSS a supervisor polls.
+    let driver = format!(
+        r#"
+from jupyter_client.manager import KernelManager
+km = KernelManager(kernel_name="runsbx-pid")
+km.start_kernel()
+kc = km.client(); kc.start_channels(); kc.wait_for_ready(timeout=120)
+pid = int(open({pid_file:?}).read())
+cmdline = open(f"/proc/{{pid}}/cmdline").read().split("\0")
+assert "ipykernel_launcher" in cmdline, cmdline
+assert pid != km.provisioner.pid
+vmrss = [l for l in open(f"/proc/{{pid}}/status") if l.startswith("VmRSS:")]
+assert vmrss, "no VmRSS"
+print("ok kernel pid", pid)
+kc.stop_channels(); km.shutdown_kernel(now=False)
+"#,
+        pid_file = pid_file.display().to_string()
+    );
+    let mut run = Command::new(venv().join("bin/python"));
+    run.args(["-c", &driver]).current_dir(env.tmp.path());
+    jupyter_env(&mut run, &env, &jpath);
+    let out = env.run_cmd(&mut run);
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("ok kernel pid"),
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr_of(&out)
+    );
 }
 
 fn connection_file(dir: &Path) -> PathBuf {

@@ -284,6 +284,23 @@ impl LandlockPolicy {
     }
 }
 
+impl LandlockPolicy {
+    /// Adds listing `/proc` (read_dir, no file read): ipykernel lists its
+    /// children through psutil when it shuts down, which walks `/proc`. In
+    /// the sandbox's pid namespace `/proc` lists the sandbox's own processes
+    /// alone; what is below stays as unreadable as before, but for
+    /// `/proc/self`'s grant.
+    pub fn list_proc(mut self) -> Self {
+        let mut grants: Vec<(PathBuf, BTreeSet<FsRight>)> = Vec::new();
+        for rule in self.path_beneath.drain(..) {
+            grants.extend(rule.paths.into_iter().map(|p| (p, rule.allowed.clone())));
+        }
+        grants.push((PathBuf::from("/proc"), set(&[FsRight::ReadDir])));
+        self.path_beneath = group(grants);
+        self
+    }
+}
+
 /// The operator's Landlock setting, applied to every container whatever its
 /// bundle says.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

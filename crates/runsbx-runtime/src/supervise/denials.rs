@@ -54,8 +54,12 @@ impl Denials {
             eprintln!("runsbx: {line}");
         }
         if ro_hint {
-            // /proc and /dev are the sandbox's own, not host paths to bind.
-            let host = |p: &String| !p.starts_with("/proc/") && !p.starts_with("/dev/");
+            // /proc and /dev are the sandbox's own, not host paths to bind,
+            // and `--ro /` would bind the whole host.
+            let host = |p: &String| {
+                let p = std::path::Path::new(p);
+                !p.starts_with("/proc") && !p.starts_with("/dev") && p != std::path::Path::new("/")
+            };
             for path in report.unreadable_paths().into_iter().filter(host) {
                 eprintln!("runsbx: {path} is not readable in the sandbox: --ro {path} adds it");
             }

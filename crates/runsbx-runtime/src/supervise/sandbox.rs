@@ -14,6 +14,7 @@ use runsbx_bundle::{
     DEFAULT_PATH, NOBODY,
 };
 use runsbx_policy::landlock::LandlockPolicy;
+use runsbx_policy::profile::Profile;
 
 use super::{Result, SuperviseError};
 use crate::premount;
@@ -112,6 +113,10 @@ pub fn prepare(req: &SandboxRequest, cache: Option<&Path>) -> Result<Prepared> {
     )?;
     let landlock = LandlockPolicy::sandbox(&found.ro_paths, std::slice::from_ref(&workdir))
         .only_execute(&found.exec_paths());
+    let landlock = match req.profile {
+        Profile::Default => landlock,
+        Profile::Jupyter => landlock.list_proc(),
+    };
     let options = GenerateOptions {
         workdir,
         env,
