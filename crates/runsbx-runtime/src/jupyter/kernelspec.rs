@@ -83,9 +83,10 @@ pub fn resolve_python(python: &Path) -> Result<PathBuf, JupyterError> {
         .output()
         .map_err(|e| bad(format!("cannot run it: {e}")))?;
     if !out.status.success() {
-        return Err(bad(
-            "cannot import ipykernel: `PYTHON -m pip install ipykernel`".into(),
-        ));
+        return Err(bad(format!(
+            "cannot import ipykernel: `{} -m pip install ipykernel`",
+            abs.display()
+        )));
     }
     Ok(abs)
 }
