@@ -421,6 +421,18 @@ fn user_default_state_root_is_under_xdg_runtime_dir() {
 /// `user.max_user_namespaces` is 0 (root maps itself and the user, sets the
 /// sysctl there, then drops to the user): the kernel refuses any further
 /// user namespace, exactly as on a host with the sysctl at 0.
+/// The `--root` of a test user's runsbx: beside its workdir, never inside
+/// it (runsbx refuses a workdir that holds its state root), owned by it.
+fn user_state_root(user: (u32, u32), workdir: &Path) -> std::path::PathBuf {
+    let dir = workdir.with_file_name("user-state");
+    if !dir.exists() {
+        fs::create_dir(&dir).unwrap();
+        nix::unistd::chown(&dir, Some(user.0.into()), Some(user.1.into())).unwrap();
+        fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    }
+    dir
+}
+
 fn blocked(user: (u32, u32), args: &[&str], workdir: &Path) -> Output {
     const SCRIPT: &str = r#"
 set -eu
@@ -452,7 +464,7 @@ exit $rc
         .arg(format!("TMPDIR={}", workdir.display()))
         .arg(bin)
         .arg("--root")
-        .arg(workdir.join("state"))
+        .arg(user_state_root(user, workdir))
         .args(args)
         .current_dir(workdir);
     cmd.output().unwrap()
@@ -657,7 +669,7 @@ fn as_user_in(
         .arg(format!("TMPDIR={}", workdir.display()))
         .arg(runsbx_bin())
         .arg("--root")
-        .arg(workdir.join("state"))
+        .arg(user_state_root(user, workdir))
         .args(args)
         .current_dir(workdir);
     cmd
@@ -818,7 +830,7 @@ fn root_delegated_cgroup_v2_subtree_holds_the_container_and_is_cleaned_up() {
     drop(gone);
     let out = outside(&["delete", "--force", &id]);
     assert!(out.status.success(), "{}", stderr_of(&out));
-    assert!(!wd.join("state").join(&id).exists());
+    assert!(!user_state_root(user, &wd).join(&id).exists());
 
     // A memory limit: this host's delegated cgroup offers no memory
     // controller; one clear line names it, and nothing is left.

@@ -645,3 +645,170 @@ fn foreign_syscall_abis_are_killed() {
         .unwrap();
     assert_eq!(outcomes(&host), [("int80".to_string(), "ok".to_string())]);
 }
+
+// ---- issue 19: the second escape battery ----
+
+/// Runs `python3 -c` on `attempts` in a sandbox on `wd` (plus `flags`) and
+/// returns `name -> outcome` (`ALLOWED` or the errno name).
+fn sandboxed_attempts(
+    env: &Env,
+    wd: &str,
+    flags: &[&str],
+    attempts: &str,
+) -> std::collections::BTreeMap<String, String> {
+    let mut all = vec!["--workdir", wd];
+    all.extend_from_slice(flags);
+    let out = sandbox(env, &all, &["python3", "-c", &py_attempts(attempts)]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    stdout(&out)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+/// Issue 19 item 1, discovery cache poisoning: a workdir that is runsbx's
+/// state root, lies inside it or contains it would let the workload rewrite
+/// `.discovery/*.json` and add binds to every later sandbox. Refused before
+/// anything runs, with one line naming both paths.
+#[test]
+fn a_workdir_overlapping_the_state_root_is_refused() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    fs::create_dir_all(env.root.join(".discovery")).unwrap();
+    let root = env.root.to_str().unwrap().to_string();
+    let inside = env.root.join(".discovery");
+    let outer = env.root.parent().unwrap();
+    for wd in [Path::new(&root), &inside, outer] {
+        let w = wd.to_str().unwrap();
+        let out = sandbox(&env, &["--workdir", w], &["python3", "-c", "1"]);
+        assert_one_line_error(
+            &out,
+            &format!("--workdir {w}: overlaps runsbx's state root {root}"),
+        );
+        assert_eq!(out.status.code(), Some(125));
+    }
+    assert_eq!(fs::read_dir(&inside).unwrap().count(), 0);
+}
+
+/// Issue 19 item 3: a datagram socketpair's sendmsg can name a host
+/// datagram socket visible under a `--ro` path and pass it descriptors.
+/// Only a stream pair is allowed; the host socket receives nothing.
+#[test]
+fn a_datagram_socketpair_cannot_reach_a_host_socket() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    let dir = env.tmp.path().join("sockdir");
+    fs::create_dir(&dir).unwrap();
+    let path = dir.join("log.sock");
+    let host = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+    host.set_nonblocking(true).unwrap();
+    // World-writable, as /dev/log is.
+    fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
+    let wd = env.nobody_workdir();
+    let p = path.to_str().unwrap();
+    let attempts = format!(
+        r#"
+def dgram():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    a.sendto(b"escaped", "{p}")
+attempt("dgram-pair", dgram)
+def stream():
+    a, b = socket.socketpair()
+    a.send(b"x")
+    assert b.recv(1) == b"x"
+attempt("stream-pair", stream)
+"#
+    );
+    let got = sandboxed_attempts(
+        &env,
+        wd.to_str().unwrap(),
+        &["--ro", dir.to_str().unwrap()],
+        &attempts,
+    );
+    assert_eq!(got["dgram-pair"], "EPERM", "{got:?}");
+    assert_eq!(got["stream-pair"], "ALLOWED", "{got:?}");
+    let mut buf = [0u8; 64];
+    assert!(
+        host.recv(&mut buf).is_err(),
+        "the host socket got a datagram"
+    );
+}
+
+/// Issue 19 items 4, 5 and the setuid bits: RENAME_WHITEOUT leaves a 0:0
+/// character device in the workdir; `utimensat(NULL)` on the host's
+/// /dev/null rewrites its times; mode 6755 on a workdir file gives a host
+/// user who runs it the workload owner's privileges. Each is refused, while
+/// the plain forms (rename flags, /dev/null I/O, ordinary modes) still work.
+#[test]
+fn whiteouts_device_times_and_setid_bits_are_refused() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    let wd = env.nobody_workdir();
+    let times = |p: &str| {
+        let m = fs::metadata(p).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        (m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec())
+    };
+    let before = (times("/dev/null"), times("/dev/zero"));
+    let attempts = r#"
+import ctypes
+os.chdir(os.environ["HOME"])
+libc = ctypes.CDLL(None, use_errno=True)
+def rename2(flags, new):
+    open("a", "w").close()
+    if libc.syscall(316, -100, b"a", -100, new, flags) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+attempt("whiteout", lambda: rename2(4, b"w"))
+attempt("noreplace", lambda: rename2(1, b"n"))
+attempt("exchange", lambda: rename2(2, b"n"))
+attempt("utime-null", lambda: os.utime("/dev/null"))
+attempt("utime-zero", lambda: os.utime("/dev/zero"))
+attempt("write-null", lambda: open("/dev/null", "w").write("x"))
+attempt("read-zero", lambda: open("/dev/zero", "rb").read(4))
+open("f", "w").close()
+attempt("chmod-6755", lambda: os.chmod("f", 0o6755))
+attempt("chmod-2755", lambda: os.chmod("f", 0o2755))
+attempt("fchmod-4755", lambda: os.fchmod(os.open("f", os.O_RDONLY), 0o4755))
+attempt("chmod-755", lambda: os.chmod("f", 0o755))
+attempt("open-4755", lambda: os.close(os.open("g", os.O_CREAT | os.O_WRONLY, 0o4755)))
+attempt("open-644", lambda: os.close(os.open("h", os.O_CREAT | os.O_WRONLY, 0o644)))
+"#;
+    let got = sandboxed_attempts(&env, wd.to_str().unwrap(), &[], attempts);
+    let want = [
+        ("whiteout", "EPERM"),
+        ("noreplace", "ALLOWED"),
+        ("exchange", "ALLOWED"),
+        ("utime-null", "EROFS"),
+        ("utime-zero", "EROFS"),
+        ("write-null", "ALLOWED"),
+        ("read-zero", "ALLOWED"),
+        ("chmod-6755", "EPERM"),
+        ("chmod-2755", "EPERM"),
+        ("fchmod-4755", "EPERM"),
+        ("chmod-755", "ALLOWED"),
+        ("open-4755", "EPERM"),
+        ("open-644", "ALLOWED"),
+    ];
+    for (name, outcome) in want {
+        assert_eq!(
+            got.get(name).map(String::as_str),
+            Some(outcome),
+            "{name}: {got:?}"
+        );
+    }
+    assert_eq!((times("/dev/null"), times("/dev/zero")), before);
+    for e in fs::read_dir(&wd).unwrap() {
+        use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+        let e = e.unwrap();
+        let m = e.metadata().unwrap();
+        assert!(
+            !m.file_type().is_char_device(),
+            "{:?} is a device",
+            e.path()
+        );
+        assert_eq!(m.permissions().mode() & 0o6000, 0, "{:?}", e.path());
+    }
+    assert!(!wd.join("w").exists());
+}

@@ -13,8 +13,10 @@
 //! rewritten.
 //!
 //! Stops: a poisoned cache adding binds to every later sandbox. The cache
-//! lives in runsbx's private state root; entries not owned by the caller's
-//! uid, or writable by group or others, are ignored.
+//! lives in runsbx's private state root, which `runsbx sandbox` refuses as
+//! (or inside, or around) a workdir; entries not owned by the caller's uid,
+//! writable by group or others, with a second hard link, or in a directory
+//! that is not the caller's alone, are ignored.
 
 use std::fs;
 use std::io::Write;
@@ -102,8 +104,15 @@ fn lookup(
     cwd: &Path,
 ) -> Option<Discovery> {
     let meta = fs::symlink_metadata(file).ok()?;
-    // SAFETY-relevant: only a file we own and nobody else can write.
-    if !meta.is_file() || meta.uid() != current_uid() || meta.permissions().mode() & 0o022 != 0 {
+    // SAFETY-relevant: only a file we own and nobody else can write, in a
+    // directory of ours nobody else can write (or swap entries in), and
+    // with no second name: a hard link elsewhere, e.g. in a directory that
+    // was once a sandbox's workdir, would let its workload rewrite it.
+    let dir = fs::symlink_metadata(file.parent()?).ok()?;
+    if !owned_and_private(&meta) || !meta.is_file() || meta.nlink() != 1 {
+        return None;
+    }
+    if !owned_and_private(&dir) || !dir.is_dir() {
         return None;
     }
     let entry: Entry = serde_json::from_slice(&fs::read(file).ok()?).ok()?;
@@ -178,6 +187,11 @@ fn store(
     fs::rename(&tmp, file)
 }
 
+/// Owned by the caller's uid, not writable by group or others.
+fn owned_and_private(m: &fs::Metadata) -> bool {
+    m.uid() == current_uid() && m.permissions().mode() & 0o022 == 0
+}
+
 fn current_uid() -> u32 {
     // /proc/self is ours: its owner is our effective uid.
     fs::metadata("/proc/self")
@@ -211,6 +225,23 @@ mod tests {
         fs::copy("/usr/bin/busybox", &prog).unwrap_or_else(|_| fs::copy("/bin/ls", &prog).unwrap());
         let third = discover_cached(&cmd2, path_env, &[], t.path(), &cache).unwrap();
         assert_eq!(third, discover_in(&cmd2, path_env, &[], t.path()).unwrap());
+        let entry = fs::read_dir(&cache)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        assert!(lookup(&entry, &cmd2, path_env, &[], t.path()).is_some());
+        // An entry with a second name is ignored.
+        let other = t.path().join("other-name");
+        fs::hard_link(&entry, &other).unwrap();
+        assert!(lookup(&entry, &cmd2, path_env, &[], t.path()).is_none());
+        fs::remove_file(&other).unwrap();
+        // So is one in a directory others may write.
+        fs::set_permissions(&cache, fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(lookup(&entry, &cmd2, path_env, &[], t.path()).is_none());
+        fs::set_permissions(&cache, fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(lookup(&entry, &cmd2, path_env, &[], t.path()).is_some());
         // A group-writable entry is ignored.
         for e in fs::read_dir(&cache).unwrap() {
             let p = e.unwrap().path();

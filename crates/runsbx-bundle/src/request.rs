@@ -25,6 +25,8 @@ pub struct SandboxRequest {
     pub rlimits: Vec<String>,
     /// The seccomp profile (`--profile`).
     pub profile: runsbx_policy::profile::Profile,
+    /// runsbx's state root (`--root`): a workdir that overlaps it is refused.
+    pub state_root: Option<PathBuf>,
 }
 
 /// `NAME=SOFT[:HARD]`; sizes take K, M, G suffixes; `unlimited` is allowed.

@@ -8,8 +8,16 @@
 //!
 //! What it denies and why, beyond "not needed":
 //! - `socket`: no new sockets (also covers MPTCP, UDP, raw, vsock, which Landlock's TCP
-//!   rules do not). `socketpair(AF_UNIX)` stays: it creates an anonymous connected pair
-//!   reachable by nothing else, and asyncio needs it for its self-pipe.
+//!   rules do not). `socketpair(AF_UNIX, SOCK_STREAM)` stays: it creates an anonymous
+//!   connected pair reachable by nothing else (a stream socket has no `sendmsg`
+//!   destination address), and asyncio needs it for its self-pipe. A datagram pair is
+//!   denied: its `sendmsg` can name any visible datagram socket (`/dev/log`, one under
+//!   a `--ro` path) and pass it descriptors.
+//! - `renameat2` only without RENAME_WHITEOUT (it leaves a 0:0 character device, a
+//!   node mknod's filter and Landlock's make_char would refuse).
+//! - setuid/setgid bits: `chmod`, `fchmod`, `fchmodat` and a creating `open`, `openat`
+//!   or `creat` with S_ISUID or S_ISGID in the mode. The workdir is a host directory:
+//!   a host user running such a file later gets the workload owner's privileges.
 //! - fork: `clone` only with the thread flags (CLONE_VM|CLONE_FS|CLONE_FILES|
 //!   CLONE_SIGHAND|CLONE_THREAD) and no namespace/vfork/ptrace/parent flags; `clone3`
 //!   gets ENOSYS (its flags are behind a pointer), so glibc falls back to `clone`.
@@ -52,8 +60,6 @@ const ALLOW: &[&str] = &[
     "pwritev",
     "preadv2",
     "pwritev2",
-    "open",
-    "openat",
     "close",
     "close_range",
     "stat",
@@ -72,6 +78,8 @@ const ALLOW: &[&str] = &[
     "getcwd",
     "chdir",
     "fchdir",
+    // The kernel drops S_ISUID and S_ISGID from mkdir's mode (a directory
+    // takes S_ISGID only from its parent), so no mode check is needed.
     "mkdir",
     "mkdirat",
     "rmdir",
@@ -79,16 +87,12 @@ const ALLOW: &[&str] = &[
     "unlinkat",
     "rename",
     "renameat",
-    "renameat2",
     "truncate",
     "ftruncate",
     "fsync",
     "fdatasync",
     "fallocate",
     "fadvise64",
-    "chmod",
-    "fchmod",
-    "fchmodat",
     // sqlite, run by container root, hands each journal it creates to the
     // database's owner. With no capability, only to the one uid and gid the
     // namespace maps, i.e. to the owner it already has: no file changes hands.
@@ -226,8 +230,15 @@ const AF_UNIX: u64 = 1;
 const AF_NETLINK: u64 = 16;
 const NETLINK_ROUTE: u64 = 0;
 const SOCK_STREAM: u64 = 1;
+const RENAME_WHITEOUT: u64 = 1 << 2;
+const S_ISUID: u64 = 0o4000;
+const S_ISGID: u64 = 0o2000;
+const O_CREAT: u64 = 0o100;
+/// `__O_TMPFILE`: O_TMPFILE without its O_DIRECTORY bit.
+const O_TMPFILE_BIT: u64 = 0o20000000;
 const SOCK_RAW: u64 = 3;
-/// `socket`'s type argument without SOCK_NONBLOCK and SOCK_CLOEXEC.
+/// `socket`'s (and `socketpair`'s) type argument without SOCK_NONBLOCK and
+/// SOCK_CLOEXEC.
 const SOCK_TYPE_MASK: u64 = !(0o4000 | 0o2000000) & 0xffff_ffff;
 const CLONE_VM: u64 = 0x100;
 const CLONE_FS: u64 = 0x200;
@@ -302,6 +313,55 @@ fn allow_values<'a>(
     })
 }
 
+/// Allows `socket` or `socketpair` for AF_UNIX SOCK_STREAM, with or without
+/// SOCK_NONBLOCK and SOCK_CLOEXEC.
+fn allow_unix_stream(name: &str) -> LinuxSyscall {
+    allow(
+        &[name],
+        vec![
+            arg(0, LinuxSeccompOperator::ScmpCmpEq, AF_UNIX, None),
+            arg(
+                1,
+                LinuxSeccompOperator::ScmpCmpMaskedEq,
+                SOCK_TYPE_MASK,
+                Some(SOCK_STREAM),
+            ),
+        ],
+    )
+}
+
+/// Allows `name` when argument `index` has none of the bits of `mask` set.
+fn allow_without(name: &str, index: usize, mask: u64) -> LinuxSyscall {
+    allow(
+        &[name],
+        vec![arg(
+            index,
+            LinuxSeccompOperator::ScmpCmpMaskedEq,
+            mask,
+            Some(0),
+        )],
+    )
+}
+
+/// Stops: setuid/setgid files left in the workdir. The workdir is a host
+/// directory owned by the workload's host uid; a host user who runs such a
+/// file gets that uid's (or gid's) privileges. Each call is allowed when
+/// its mode has neither bit; a creating open also when it does not create
+/// (without O_CREAT or O_TMPFILE the kernel ignores the mode). `creat`
+/// and `fchmodat2` stay denied altogether.
+fn no_setid_modes() -> Vec<LinuxSyscall> {
+    const SETID: u64 = S_ISUID | S_ISGID;
+    vec![
+        allow_without("chmod", 1, SETID),
+        allow_without("fchmod", 1, SETID),
+        allow_without("fchmodat", 2, SETID),
+        allow_without("open", 2, SETID),
+        allow_without("open", 1, O_CREAT | O_TMPFILE_BIT),
+        allow_without("openat", 3, SETID),
+        allow_without("openat", 2, O_CREAT | O_TMPFILE_BIT),
+    ]
+}
+
 /// The default seccomp allowlist of `runsbx sandbox`.
 pub fn sandbox_seccomp() -> LinuxSeccomp {
     let mut syscalls = vec![allow(ALLOW, Vec::new())];
@@ -351,7 +411,16 @@ pub fn sandbox_seccomp() -> LinuxSeccomp {
     syscalls.extend(allow_values("arch_prctl", 0, &[ARCH_SET_FS, ARCH_GET_FS]));
     syscalls.extend(allow_values("prlimit64", 0, &[0]));
     syscalls.extend(allow_values("kill", 0, &[0]));
-    syscalls.extend(allow_values("socketpair", 0, &[AF_UNIX]));
+    // Stops: datagrams to host sockets. Only a stream pair: a datagram
+    // socket's sendmsg can name a destination, any datagram socket visible
+    // in the sandbox (`/dev/log`, one under a `--ro` path), and pass it
+    // descriptors by SCM_RIGHTS. A connected stream pair reaches only itself.
+    syscalls.push(allow_unix_stream("socketpair"));
+    // Stops: a device node in the workdir. RENAME_WHITEOUT leaves a 0:0
+    // character device at the source; RENAME_NOREPLACE and RENAME_EXCHANGE
+    // stay allowed.
+    syscalls.push(allow_without("renameat2", 4, RENAME_WHITEOUT));
+    syscalls.extend(no_setid_modes());
     syscalls.push(allow(
         &["clone"],
         vec![arg(
@@ -434,18 +503,7 @@ pub fn kernel_seccomp() -> LinuxSeccomp {
         arg(0, LinuxSeccompOperator::ScmpCmpNe, AF_NETLINK, None),
     ]));
     syscalls.push(unsupported);
-    syscalls.push(allow(
-        &["socket"],
-        vec![
-            arg(0, LinuxSeccompOperator::ScmpCmpEq, AF_UNIX, None),
-            arg(
-                1,
-                LinuxSeccompOperator::ScmpCmpMaskedEq,
-                SOCK_TYPE_MASK,
-                Some(SOCK_STREAM),
-            ),
-        ],
-    ));
+    syscalls.push(allow_unix_stream("socket"));
     syscalls.push(allow(
         &["socket"],
         vec![
@@ -595,6 +653,64 @@ mod tests {
                 want,
                 "{name}"
             );
+        }
+    }
+
+    #[test]
+    fn sandbox_profile_checks_the_arguments_of_item_19_calls() {
+        let prog = seccomp::compile(&sandbox_seccomp()).expect("sandbox profile compiles");
+        let allow = libc::SECCOMP_RET_ALLOW;
+        let eperm = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
+        const CLOEXEC: u64 = 0o2000000;
+        const NONBLOCK: u64 = 0o4000;
+        const O_RDONLY: u64 = 0;
+        const O_WRONLY: u64 = 1;
+        const O_TMPFILE: u64 = O_TMPFILE_BIT | 0o200000;
+        const RENAME_NOREPLACE: u64 = 1;
+        const RENAME_EXCHANGE: u64 = 2;
+        let table: &[(&str, [u64; 6], u32)] = &[
+            ("socketpair", [AF_UNIX, SOCK_STREAM, 0, 0, 0, 0], allow),
+            (
+                "socketpair",
+                [AF_UNIX, SOCK_STREAM | CLOEXEC | NONBLOCK, 0, 0, 0, 0],
+                allow,
+            ),
+            ("socketpair", [AF_UNIX, 2, 0, 0, 0, 0], eperm), // SOCK_DGRAM
+            ("socketpair", [AF_UNIX, 2 | CLOEXEC, 0, 0, 0, 0], eperm),
+            ("socketpair", [AF_UNIX, 5, 0, 0, 0, 0], eperm), // SOCK_SEQPACKET
+            ("socketpair", [2, SOCK_STREAM, 0, 0, 0, 0], eperm), // AF_INET
+            ("renameat2", [0, 0, 0, 0, 0, 0], allow),
+            ("renameat2", [0, 0, 0, 0, RENAME_NOREPLACE, 0], allow),
+            ("renameat2", [0, 0, 0, 0, RENAME_EXCHANGE, 0], allow),
+            ("renameat2", [0, 0, 0, 0, RENAME_WHITEOUT, 0], eperm),
+            (
+                "renameat2",
+                [0, 0, 0, 0, RENAME_WHITEOUT | RENAME_NOREPLACE, 0],
+                eperm,
+            ),
+            ("chmod", [0, 0o755, 0, 0, 0, 0], allow),
+            ("chmod", [0, 0o1777, 0, 0, 0, 0], allow),
+            ("chmod", [0, 0o4755, 0, 0, 0, 0], eperm),
+            ("chmod", [0, 0o2755, 0, 0, 0, 0], eperm),
+            ("fchmod", [3, 0o644, 0, 0, 0, 0], allow),
+            ("fchmod", [3, 0o6755, 0, 0, 0, 0], eperm),
+            ("fchmodat", [3, 0, 0o600, 0, 0, 0], allow),
+            ("fchmodat", [3, 0, 0o4700, 0, 0, 0], eperm),
+            ("open", [0, O_RDONLY, 0, 0, 0, 0], allow),
+            ("open", [0, O_WRONLY | O_CREAT, 0o644, 0, 0, 0], allow),
+            ("open", [0, O_WRONLY | O_CREAT, 0o4755, 0, 0, 0], eperm),
+            // Without O_CREAT the mode is ignored, whatever it holds.
+            ("open", [0, O_RDONLY, 0o6755, 0, 0, 0], allow),
+            ("openat", [3, 0, O_RDONLY, 0, 0, 0], allow),
+            ("openat", [3, 0, O_WRONLY | O_CREAT, 0o600, 0, 0], allow),
+            ("openat", [3, 0, O_WRONLY | O_CREAT, 0o2755, 0, 0], eperm),
+            ("openat", [3, 0, O_WRONLY | O_TMPFILE, 0o4700, 0, 0], eperm),
+            ("openat", [3, 0, O_RDONLY, 0o4700, 0, 0], allow),
+            ("creat", [0, 0o644, 0, 0, 0, 0], eperm),
+            ("mkdir", [0, 0o2775, 0, 0, 0, 0], allow),
+        ];
+        for (name, args, want) in table {
+            assert_eq!(answer(&prog, name, *args), *want, "{name}{args:?}");
         }
     }
 }

@@ -42,6 +42,7 @@ impl From<&SandboxFlags> for SandboxRequest {
             env: f.env.clone(),
             rlimits: f.rlimit.clone(),
             profile: profile(f.profile),
+            state_root: None,
         }
     }
 }

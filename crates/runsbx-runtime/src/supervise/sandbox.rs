@@ -64,6 +64,12 @@ pub struct Prepared {
 
 /// The generated config.json for `req`; `cache`: discovery's cache directory.
 pub fn prepare(req: &SandboxRequest, cache: Option<&Path>) -> Result<Prepared> {
+    // Before discovery, which writes its cache in the state root.
+    if let (Some(w), Some(root)) = (&req.workdir, &req.state_root) {
+        if w.is_absolute() {
+            outside_state_root(w, root)?;
+        }
+    }
     let path_env = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.to_string());
     let found = match cache {
         Some(dir) => {
@@ -133,6 +139,25 @@ pub fn prepare(req: &SandboxRequest, cache: Option<&Path>) -> Result<Prepared> {
     })
 }
 
+/// Stops: discovery cache poisoning. The workload may write all of its
+/// workdir; if that held runsbx's state root (or lay inside it), it could
+/// rewrite `.discovery/*.json` (rootless, it runs as the caller's uid, so
+/// the cache's owner check cannot tell) and make a later sandbox bind a
+/// file of the caller's, or tamper with container state. Both paths are
+/// compared resolved, so a symlink or `..` does not hide the overlap.
+fn outside_state_root(workdir: &Path, root: &Path) -> Result<()> {
+    let resolve = |p: &Path| fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let (w, r) = (resolve(workdir), resolve(root));
+    if w.starts_with(&r) || r.starts_with(&w) {
+        return Err(SuperviseError::Message(format!(
+            "--workdir {}: overlaps runsbx's state root {}; the workload could rewrite runsbx's state",
+            workdir.display(),
+            root.display()
+        )));
+    }
+    Ok(())
+}
+
 /// `--memory` / `--pids-limit`: cgroup limits in linux.resources.
 pub fn add_resources(
     config: &mut serde_json::Value,
@@ -186,6 +211,7 @@ pub fn materialize(mut config: serde_json::Value) -> Result<Materialized> {
         return Ok(Materialized::plain(bundle));
     }
     let scratch = premount::scratch(&bundle.0)?;
+    readonly_devices()?;
     let premounted = take_readonly_binds(&mut config)?;
     write_bundle(&bundle.0, &config)?;
     let rootfs = bundle.0.join("rootfs");
@@ -199,6 +225,29 @@ pub fn materialize(mut config: serde_json::Value) -> Result<Materialized> {
         _scratch: Some(scratch),
         dir: bundle,
     })
+}
+
+/// Stops: the workload rewriting the host device nodes' times
+/// (`utimensat(fd, NULL)` needs only write permission, and the nodes are
+/// world-writable). libcontainer bind-mounts the host's nodes into the
+/// container after every config mount, so no config mount can cover them;
+/// instead each node is bound read-only onto itself in runsbx's private
+/// mount namespace (made by `premount::scratch`, a slave of the host's:
+/// nothing propagates back), and libcontainer's bind copies the read-only
+/// flag. Opening, reading and writing a character device are unaffected by
+/// a read-only mount; changing its inode is refused with EROFS. Not
+/// `nodev`: the node must stay usable.
+fn readonly_devices() -> Result<()> {
+    use nix::mount::{mount, MsFlags};
+    for (path, _, _) in runsbx_bundle::generate::DEVICES {
+        let fail = |what: &str, e| SuperviseError::step(format!("{what} {path}"), e);
+        mount::<str, str, str, str>(Some(path), path, None, MsFlags::MS_BIND, None)
+            .map_err(|e| fail("bind", e))?;
+        let ro = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID;
+        mount::<str, str, str, str>(None, path, None, ro, None)
+            .map_err(|e| fail("remount read-only", e))?;
+    }
+    Ok(())
 }
 
 /// Removes the read-only bind mounts from the config and returns them.
@@ -264,5 +313,43 @@ mod tests {
         };
         let e = prepare(&req, None).err().unwrap().to_string();
         assert_eq!(e, "--workdir w: must be an absolute path");
+    }
+
+    #[test]
+    fn a_workdir_overlapping_the_state_root_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("runsbx-1000");
+        fs::create_dir_all(root.join(".discovery")).unwrap();
+        let want = |w: &Path| {
+            format!(
+                "--workdir {}: overlaps runsbx's state root {}; the workload could rewrite runsbx's state",
+                w.display(),
+                root.display()
+            )
+        };
+        let refused = |w: &Path| {
+            let e = outside_state_root(w, &root).unwrap_err().to_string();
+            assert_eq!(e, want(w));
+        };
+        refused(&root);
+        refused(&root.join(".discovery"));
+        refused(t.path());
+        refused(&root.join(".discovery/../.discovery"));
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&root, &link).unwrap();
+        refused(&link);
+        let beside = t.path().join("runsbx-1000-work");
+        fs::create_dir(&beside).unwrap();
+        outside_state_root(&beside, &root).unwrap();
+
+        // prepare checks it for an explicit workdir.
+        let req = SandboxRequest {
+            command: vec!["/bin/true".into()],
+            workdir: Some(root.clone()),
+            state_root: Some(root.clone()),
+            ..Default::default()
+        };
+        let e = prepare(&req, None).err().unwrap().to_string();
+        assert_eq!(e, want(&root));
     }
 }

@@ -22,7 +22,9 @@ pub fn gen(ctx: &Ctx, a: Gen) -> Result<()> {
     if a.flags.workdir.is_none() {
         bail!("gen needs --workdir: a generated bundle outlives this command");
     }
-    let prepared = prepare(&(&a.flags).into(), None)?;
+    let mut req: SandboxRequest = (&a.flags).into();
+    req.state_root = Some(ctx.rt.root.clone());
+    let prepared = prepare(&req, None)?;
     write_bundle(&a.output, &prepared.config)?;
     make_traversable(&a.output)?;
     if let Some(format) = a.explain {
@@ -46,6 +48,7 @@ pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
             .context("--self-test")?;
     }
     let mut req: SandboxRequest = (&a.flags).into();
+    req.state_root = Some(ctx.rt.root.clone());
     let connection = match &a.jupyter {
         Some(file) => {
             req.profile = Profile::Jupyter;
@@ -104,9 +107,11 @@ fn supervision(a: &Sandbox) -> Result<Supervision> {
 /// the host under Landlock, seccomp and no_new_privs alone (see
 /// runsbx_runtime::direct for what that does and does not hold).
 fn direct(ctx: &Ctx, a: Sandbox) -> Result<u8> {
+    let mut req: SandboxRequest = (&a.flags).into();
+    req.state_root = Some(ctx.rt.root.clone());
     let Prepared {
         config, workdir, ..
-    } = prepare(&(&a.flags).into(), Some(&ctx.rt.root.join(".discovery")))?;
+    } = prepare(&req, Some(&ctx.rt.root.join(".discovery")))?;
     let sup = supervision(&a)?;
     let run = Direct {
         config,
