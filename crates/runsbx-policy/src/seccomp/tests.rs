@@ -598,3 +598,32 @@ fn an_unknown_name_in_a_rule_stricter_than_the_default_is_refused() {
         assert_eq!(p.unknown_syscalls, ["no_such_call"], "{default} {action}");
     }
 }
+
+/// The shape of Docker's and podman's default profiles (ERRNO default; ALLOW rules
+/// that name other arches' syscalls; ERRNO rules with their own errno, e.g. clone3 ->
+/// ENOSYS): still compiles, the foreign names skipped, since none of their rules
+/// denies more strongly than the default.
+#[test]
+fn engine_default_profiles_still_compile() {
+    let p = compile_json(
+        r#"{"defaultAction":"SCMP_ACT_ERRNO","defaultErrnoRet":1,
+        "architectures":["SCMP_ARCH_X86_64","SCMP_ARCH_X86","SCMP_ARCH_X32"],
+        "syscalls":[
+        {"names":["read","write","arm_fadvise64_64","s390_pci_mmio_read","cacheflush","mseal"],"action":"SCMP_ACT_ALLOW"},
+        {"names":["clone3"],"action":"SCMP_ACT_ERRNO","errnoRet":38},
+        {"names":["socket","timerfd"],"action":"SCMP_ACT_ERRNO","errnoRet":22,
+         "args":[{"index":0,"value":40,"op":"SCMP_CMP_EQ"}]}]}"#,
+    );
+    assert_eq!(
+        p.unknown_syscalls,
+        [
+            "arm_fadvise64_64",
+            "s390_pci_mmio_read",
+            "cacheflush",
+            "timerfd"
+        ]
+    );
+    assert_eq!(run(&p, &x64("mseal", &[])), ALLOW);
+    assert_eq!(run(&p, &x64("clone3", &[])), errno(libc::ENOSYS));
+    assert_eq!(run(&p, &x64("socket", &[40])), errno(libc::EINVAL));
+}
