@@ -195,6 +195,10 @@ pub static RAW: &[Raw] = &[
         libc::SYS_acct,
         [WRONG]
     ),
+    // Newer than Linux 6.1 (runsbx's syscall tables once stopped there, and a denial of them vanished).
+    raw!("mseal", "EINVAL", libc::SYS_mseal, [0, 0, 1]),
+    // libc has no SYS_cachestat yet; 451 on x86_64.
+    raw!("cachestat", "EBADF", 451, [-1, WRONG, WRONG, 0]),
     raw!(
         "swapon",
         "EFAULT (EPERM without CAP_SYS_ADMIN)",

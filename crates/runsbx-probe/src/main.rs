@@ -52,7 +52,7 @@
 //! Kernel: `mount[:PATH]`, `unshare[:NS,...]`, `setns[:PATH]`, `ioctl-tiocsti[:FD]`, `ioctl-tiocsti-high[:FD]`,
 //! `x32`, `int80`, `landlock-abi`, and the harmless raw calls of [`kernel::RAW`] (`clone3`, `ptrace`,
 //! `io-uring-setup`, `bpf`, `perf-event-open`, `keyctl`, `add-key`, `userfaultfd`, `fsopen`, `open-tree`,
-//! `chroot`, `memfd-create`, `execveat`, ...).
+//! `chroot`, `memfd-create`, `execveat`, `mseal`, `cachestat`, ...).
 //! Network: `tcp-connect:HOST:PORT`, `tcp-bind:[ADDR:]PORT`, `udp-connect:HOST:PORT`, `udp-sendto:HOST:PORT`,
 //! `unix-connect:PATH`, `unix-abstract-connect:NAME`, `mptcp[:HOST:PORT]`, `socket:DOMAIN,TYPE[,PROTO]`.
 //! Inspection: `ids`, `pid`, `proc-list`, `fds`, `env`, `net-ifaces`, `hostname`, `cwd`.

@@ -485,3 +485,145 @@ fn syscall_names_from_audit_records() {
     assert_eq!(syscall_name(AUDIT_ARCH_X86_64, 99_999), None);
     assert_eq!(syscall_name(0xc000_00b7, 0), None);
 }
+
+#[test]
+fn tables_are_sorted_unique_and_consistent() {
+    for arch in [X86Arch::X86_64, X86Arch::X32, X86Arch::I386] {
+        let t = arch.table();
+        // `resolve` binary-searches by name: strictly increasing, so also no duplicate.
+        for w in t.windows(2) {
+            assert!(w[0].0 < w[1].0, "{arch:?}: {} before {}", w[0].0, w[1].0);
+        }
+        let mut nrs: Vec<u32> = t.iter().map(|(_, nr)| *nr).collect();
+        nrs.sort_unstable();
+        nrs.dedup();
+        assert_eq!(nrs.len(), t.len(), "{arch:?}: a number is listed twice");
+        for (name, nr) in t {
+            assert_eq!(arch.resolve(name), Some(*nr));
+            // x32 numbers carry the x32 bit; the others never do.
+            assert_eq!(nr & X32_SYSCALL_BIT != 0, arch == X86Arch::X32, "{name}");
+        }
+    }
+    for (name, args) in arg32::ARG32_X86_64 {
+        assert!(X86Arch::X86_64.resolve(name).is_some(), "arg32: {name}");
+        assert!(args.iter().all(|a| *a < 6), "arg32: {name}");
+    }
+}
+
+#[test]
+fn syscalls_newer_than_6_1_resolve() {
+    let both = [
+        ("cachestat", 451),
+        ("fchmodat2", 452),
+        ("map_shadow_stack", 453),
+        ("futex_wake", 454),
+        ("futex_wait", 455),
+        ("futex_requeue", 456),
+        ("statmount", 457),
+        ("listmount", 458),
+        ("lsm_get_self_attr", 459),
+        ("lsm_set_self_attr", 460),
+        ("lsm_list_modules", 461),
+        ("mseal", 462),
+        ("setxattrat", 463),
+        ("getxattrat", 464),
+        ("listxattrat", 465),
+        ("removexattrat", 466),
+        ("open_tree_attr", 467),
+        ("file_getattr", 468),
+        ("file_setattr", 469),
+    ];
+    for (name, nr) in both {
+        assert_eq!(X86Arch::X86_64.resolve(name), Some(nr), "{name}");
+        assert_eq!(X86Arch::I386.resolve(name), Some(nr), "{name}");
+        assert_eq!(X86Arch::X32.resolve(name), Some(nr | X32_SYSCALL_BIT));
+    }
+    // x86_64 (and x32) only.
+    assert_eq!(X86Arch::X86_64.resolve("uretprobe"), Some(335));
+    assert_eq!(X86Arch::X86_64.resolve("uprobe"), Some(336));
+    assert_eq!(X86Arch::I386.resolve("uprobe"), None);
+    assert_eq!(tables::KERNEL, "6.18.35");
+}
+
+#[test]
+fn a_denial_of_a_post_6_1_syscall_under_an_allowing_default_holds() {
+    let p = compile_json(
+        r#"{"defaultAction":"SCMP_ACT_ALLOW","architectures":["SCMP_ARCH_X86_64","SCMP_ARCH_X86","SCMP_ARCH_X32"],
+        "syscalls":[{"names":["mseal","cachestat"],"action":"SCMP_ACT_ERRNO","errnoRet":38},
+        {"names":["listmount"],"action":"SCMP_ACT_KILL_PROCESS"}]}"#,
+    );
+    assert!(p.unknown_syscalls.is_empty(), "{:?}", p.unknown_syscalls);
+    assert_eq!(run(&p, &x64("mseal", &[])), errno(libc::ENOSYS));
+    assert_eq!(run(&p, &x64("cachestat", &[])), errno(libc::ENOSYS));
+    assert_eq!(run(&p, &x64("listmount", &[])), KILLP);
+    assert_eq!(run(&p, &x64("statmount", &[])), ALLOW);
+    let i386 = call(AUDIT_ARCH_I386, X86Arch::I386, "mseal", &[]);
+    let x32 = call(AUDIT_ARCH_X86_64, X86Arch::X32, "mseal", &[]);
+    assert_eq!(run(&p, &i386), errno(libc::ENOSYS));
+    assert_eq!(run(&p, &x32), errno(libc::ENOSYS));
+}
+
+#[test]
+fn an_unknown_name_in_a_rule_stricter_than_the_default_is_refused() {
+    for (default, action) in [
+        ("SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO"),
+        ("SCMP_ACT_ALLOW", "SCMP_ACT_KILL"),
+        ("SCMP_ACT_LOG", "SCMP_ACT_TRAP"),
+        ("SCMP_ACT_ALLOW", "SCMP_ACT_TRACE"),
+        ("SCMP_ACT_ERRNO", "SCMP_ACT_KILL_PROCESS"),
+    ] {
+        let e = err_json(&format!(
+            r#"{{"defaultAction":"{default}","syscalls":[{{"names":["read"],"action":"SCMP_ACT_ALLOW"}},
+            {{"names":["getpid","no_such_call"],"action":"{action}"}}]}}"#
+        ));
+        assert_eq!(
+            e,
+            "linux.seccomp: syscalls[1].names[1]: unknown syscall \"no_such_call\" \
+             (runsbx's x86 tables are from Linux 6.18.35); skipping it would let it \
+             through to the weaker defaultAction",
+            "{default} {action}"
+        );
+    }
+    // Rules that only grant, or deny no more than the default: skipped and reported.
+    for (default, action) in [
+        ("SCMP_ACT_ERRNO", "SCMP_ACT_ALLOW"),
+        ("SCMP_ACT_ERRNO", "SCMP_ACT_LOG"),
+        ("SCMP_ACT_ALLOW", "SCMP_ACT_LOG"),
+        ("SCMP_ACT_KILL", "SCMP_ACT_ERRNO"),
+        ("SCMP_ACT_ERRNO", "SCMP_ACT_ERRNO"),
+    ] {
+        let p = compile_json(&format!(
+            r#"{{"defaultAction":"{default}","syscalls":[{{"names":["no_such_call"],"action":"{action}","errnoRet":1}}]}}"#
+        ));
+        assert_eq!(p.unknown_syscalls, ["no_such_call"], "{default} {action}");
+    }
+}
+
+/// The shape of Docker's and podman's default profiles (ERRNO default; ALLOW rules
+/// that name other arches' syscalls; ERRNO rules with their own errno, e.g. clone3 ->
+/// ENOSYS): still compiles, the foreign names skipped, since none of their rules
+/// denies more strongly than the default.
+#[test]
+fn engine_default_profiles_still_compile() {
+    let p = compile_json(
+        r#"{"defaultAction":"SCMP_ACT_ERRNO","defaultErrnoRet":1,
+        "architectures":["SCMP_ARCH_X86_64","SCMP_ARCH_X86","SCMP_ARCH_X32"],
+        "syscalls":[
+        {"names":["read","write","arm_fadvise64_64","s390_pci_mmio_read","cacheflush","mseal"],"action":"SCMP_ACT_ALLOW"},
+        {"names":["clone3"],"action":"SCMP_ACT_ERRNO","errnoRet":38},
+        {"names":["socket","timerfd"],"action":"SCMP_ACT_ERRNO","errnoRet":22,
+         "args":[{"index":0,"value":40,"op":"SCMP_CMP_EQ"}]}]}"#,
+    );
+    assert_eq!(
+        p.unknown_syscalls,
+        [
+            "arm_fadvise64_64",
+            "s390_pci_mmio_read",
+            "cacheflush",
+            "timerfd"
+        ]
+    );
+    assert_eq!(run(&p, &x64("mseal", &[])), ALLOW);
+    assert_eq!(run(&p, &x64("clone3", &[])), errno(libc::ENOSYS));
+    assert_eq!(run(&p, &x64("socket", &[40])), errno(libc::EINVAL));
+}
