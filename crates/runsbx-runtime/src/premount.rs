@@ -138,6 +138,13 @@ pub fn remove_tree(path: &Path) -> std::io::Result<()> {
         return std::fs::remove_file(path);
     }
     let top = open_dir(None, path.as_os_str())?;
+    // The directory looked at, not one swapped in since.
+    if dev_ino(&top)? != (meta.dev(), meta.ino()) {
+        return Err(std::io::Error::other(format!(
+            "{} changed during removal; not removing it",
+            path.display()
+        )));
+    }
     remove_contents(path, top, (meta.dev(), meta.ino()))?;
     std::fs::remove_dir(path)
 }
