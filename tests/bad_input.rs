@@ -518,6 +518,40 @@ fn workdir_in_group_root_is_refused_naming_the_group() {
     assert_clean(&env, "sandbox");
 }
 
+/// `--workdir $TMPDIR` (or an ancestor of it): the private bundle would be
+/// made inside the workdir. Refused before anything is staged, naming the
+/// cause, instead of libcontainer's bare "failed to prepare rootfs".
+#[test]
+fn workdir_holding_tmpdir_is_refused_naming_the_bundle() {
+    let env = Env::new();
+    let dir = env.nobody_workdir();
+    let tmpdir = dir.join("tmp");
+    fs::create_dir_all(&tmpdir).unwrap();
+    for t in [&dir, &tmpdir] {
+        let out = env.run_cmd(env.cmd().env("TMPDIR", t).args([
+            "sandbox",
+            "--workdir",
+            dir.to_str().unwrap(),
+            "--",
+            "/bin/true",
+        ]));
+        assert_one_line_error(&out, "where runsbx makes the private bundle");
+        assert_eq!(out.status.code(), Some(125));
+        assert!(
+            !stderr_of(&out).contains("failed to prepare rootfs"),
+            "{}",
+            stderr_of(&out)
+        );
+        let left: Vec<_> = fs::read_dir(t)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(left.iter().all(|p| p == &tmpdir), "left: {left:?}");
+        assert_clean(&env, "sandbox");
+    }
+}
+
 /// A read-only bind runsbx makes itself (its source is out of reach of the
 /// container's root, prebind.rs) and cannot: one line naming the mount, the
 /// step and the errno, and nothing left (no state, no mount on the host).

@@ -413,3 +413,35 @@ impl Drop for Mount {
         let _ = Command::new("umount").arg("-l").arg(&self.0).status();
     }
 }
+
+/// A workload that builds a directory tree 6,000 characters deep in its
+/// private workdir (too long for any path): the removal walks it by
+/// directory fds, and nothing is left in TMPDIR.
+#[test]
+fn a_private_workdir_deeper_than_a_path_is_removed() {
+    let env = Env::new();
+    let tmp = env.tmp.path().join("tmpdir");
+    fs::create_dir_all(&tmp).unwrap();
+    for dir in [env.tmp.path(), tmp.as_path()] {
+        let mut p = fs::metadata(dir).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
+        fs::set_permissions(dir, p).unwrap();
+    }
+    let code = "import os\nfor _ in range(3000):\n    os.mkdir('d'); os.chdir('d')\n\
+                open('f', 'w').write('x')\nprint('deep')";
+    let out = env
+        .cmd()
+        .env("TMPDIR", &tmp)
+        .args(["sandbox", "--", "python3", "-c", code])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "deep\n");
+    assert!(!stderr_of(&out).contains("leaving"), "{}", stderr_of(&out));
+    let left: Vec<_> = fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+}

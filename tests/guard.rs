@@ -45,6 +45,32 @@ fn rss_limit_kills_and_reports() {
     );
 }
 
+/// With a cgroup (`--memory`), the limit kills at once: no freeze first,
+/// which a task inside one long `mmap(MAP_POPULATE)` would hold up until
+/// the call returned (a 256 MiB limit once let 2 GiB through). The bound,
+/// the limit + 128 MiB, is about ten 10 ms polls of populate speed here
+/// (about 1.2 GiB/s; new runs peak near 280 MiB), so a delayed poll does
+/// not make it flaky, while the freezing kill measured 460 MiB to 1.3 GiB.
+#[test]
+fn rss_limit_kills_a_long_populate_at_once_with_a_cgroup() {
+    let env = Env::new();
+    let code = "import mmap\nm = mmap.mmap(-1, 2 << 30, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | mmap.MAP_POPULATE)\nprint('populated')";
+    let (status, r) = report(
+        &env,
+        &["--rss-limit", "256M", "--memory", "4G"],
+        &["python3", "-c", code],
+    );
+    assert_eq!(status, Some(137), "{r}");
+    assert_eq!(r["reason"], "rss-limit", "{r}");
+    let peak = r["peak_rss_bytes"].as_u64().unwrap();
+    assert!(peak > 256 * MIB, "peak {peak} not above the limit");
+    assert!(
+        peak < 384 * MIB,
+        "peak {} MiB: the kill waited for the populate",
+        peak / MIB
+    );
+}
+
 #[test]
 fn timeout_kills_within_the_documented_slack() {
     let env = Env::new();
@@ -129,6 +155,102 @@ fn the_reported_pid_is_the_workload_and_its_rss_grows() {
     let last: Value = serde_json::from_str(lines.lines().last().unwrap()).unwrap();
     assert_eq!(last["event"], "exit");
     assert_eq!(last["pid"], pid);
+}
+
+/// A workload imitating runsbx's own failure (its error line, exit 125)
+/// still reads as `exited` with a `start` event, while a real set-up
+/// failure is `setup-failed` with no `start` (docs/supervising.md).
+#[test]
+fn a_fake_setup_failure_is_told_apart_from_a_real_one() {
+    let env = Env::new();
+    let run = |flags: &[&str]| {
+        let status_path = env.tmp.path().join(unique_id("status"));
+        let report_path = env.tmp.path().join(unique_id("report"));
+        let mut args = vec![
+            "sandbox",
+            "--status-fd",
+            "3",
+            "--report",
+            report_path.to_str().unwrap(),
+        ];
+        args.extend_from_slice(flags);
+        args.extend_from_slice(&[
+            "--",
+            "python3",
+            "-c",
+            "import sys; print('runsbx: sandbox: failed to prepare rootfs', file=sys.stderr); sys.exit(125)",
+        ]);
+        let out = env.run_cmd(
+            env.cmd()
+                .args(&args)
+                .fd3(fs::File::create(&status_path).unwrap()),
+        );
+        let lines: Vec<Value> = fs::read_to_string(&status_path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let report: Value = serde_json::from_slice(&fs::read(&report_path).unwrap()).unwrap();
+        (out, lines, report)
+    };
+    let (out, lines, report) = run(&[]);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(stderr_of(&out).contains("runsbx: sandbox: failed to prepare rootfs"));
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0]["event"], "start");
+    assert_eq!(lines[1]["event"], "exit");
+    assert_eq!(lines[1]["reason"], "exited");
+    assert_eq!(lines[1]["exit_code"], 125);
+    assert_eq!(report["reason"], "exited");
+    assert_eq!(report["exit_code"], 125);
+
+    // A real one: the rlimit leaves init too few descriptors to set up.
+    let (out, lines, report) = run(&["--rlimit", "NOFILE=2"]);
+    assert_eq!(out.status.code(), Some(125));
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["event"], "exit");
+    assert_eq!(lines[0]["reason"], "setup-failed");
+    assert!(lines[0].get("exit_code").is_none(), "{lines:?}");
+    assert_eq!(report["reason"], "setup-failed");
+}
+
+/// The workload shares runsbx's stdio file descriptions: flags it sets on
+/// them (O_NONBLOCK on stdin, O_APPEND cleared on a log) are put back
+/// when the run ends.
+#[test]
+fn stdio_flags_are_restored_after_the_run() {
+    use std::os::fd::AsRawFd;
+    let env = Env::new();
+    let getfl = |fd: i32| nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFL).unwrap();
+    let (r, _w) = nix::unistd::pipe().unwrap();
+    let log_path = env.tmp.path().join("log");
+    let log = fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&log_path)
+        .unwrap();
+    let stdin_before = getfl(r.as_raw_fd());
+    let log_before = getfl(log.as_raw_fd());
+    assert_eq!(log_before & libc::O_APPEND, libc::O_APPEND);
+    let code = "import fcntl, os\n\
+        fcntl.fcntl(0, fcntl.F_SETFL, fcntl.fcntl(0, fcntl.F_GETFL) | os.O_NONBLOCK)\n\
+        fcntl.fcntl(1, fcntl.F_SETFL, fcntl.fcntl(1, fcntl.F_GETFL) & ~os.O_APPEND)\n\
+        print('changed', fcntl.fcntl(0, fcntl.F_GETFL) & os.O_NONBLOCK != 0, fcntl.fcntl(1, fcntl.F_GETFL) & os.O_APPEND == 0, flush=True)";
+    let status = env
+        .cmd()
+        .args(["sandbox", "--", "python3", "-c", code])
+        .stdin(Stdio::from(r.try_clone().unwrap()))
+        .stdout(Stdio::from(log.try_clone().unwrap()))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // The workload really changed them, through the shared descriptions.
+    assert_eq!(
+        fs::read_to_string(&log_path).unwrap(),
+        "changed True True\n"
+    );
+    assert_eq!(getfl(r.as_raw_fd()), stdin_before, "stdin flags");
+    assert_eq!(getfl(log.as_raw_fd()), log_before, "log flags");
 }
 
 fn wait_for_start(path: &Path) -> i32 {

@@ -189,6 +189,69 @@ pub(crate) fn signal_cgroup(
     Ok(())
 }
 
+/// How many times [`kill_cgroup_now`] reads the cgroup's list for pids it
+/// has not signalled yet before it falls back to freezing.
+const KILL_ROUNDS: usize = 64;
+
+/// SIGKILLs every process of the container's cgroup at once, without
+/// freezing it first: for the limits of a foreground run (`--rss-limit`,
+/// `--timeout`), which must stop the workload now.
+///
+/// Why no freeze: a task inside one long call (an `mmap(MAP_POPULATE)` of
+/// GiBs) cannot freeze until the call returns, so the old freeze-then-kill
+/// let a 256 MiB limit reach 2 GiB while runsbx spun on `freezer.state`. A
+/// pending SIGKILL ends such a call at once (the kernel checks for a fatal
+/// signal between pages). The freeze was there against a fork race, which
+/// kill-then-recheck closes too: a task with SIGKILL pending cannot finish
+/// a fork (copy_process fails on a fatal signal), and a child whose fork
+/// did finish is in the cgroup before the fork returns, so the next read
+/// lists it. A read that lists no pid not yet signalled therefore means
+/// every task has been signalled. cgroup v2's `cgroup.kill` does all of it
+/// in the kernel where the file exists; the rounds below run anyway, for
+/// v1 and hybrid hosts. Not covered: a pid signalled, reaped and reused by
+/// a new task of the cgroup between two reads (the reaper is in the
+/// cgroup too, and dying); the caller's SIGKILL to init, PID 1 of the pid
+/// namespace, ends every task in it regardless.
+pub(crate) fn kill_cgroup_now(
+    id: &str,
+    c: &Container,
+    manager: &libcgroups::common::AnyCgroupManager,
+) -> Result<()> {
+    use libcgroups::common::{CgroupManager, FreezerState};
+    if let Ok(config) = c.spec() {
+        for dir in Dirs::of(&config.cgroup_path, "devices").v2 {
+            // ENOENT before Linux 5.14 or for a cgroup not on v2: the
+            // rounds below do it.
+            let _ = fs::write(dir.join("cgroup.kill"), "1");
+        }
+    }
+    let mut signalled = std::collections::HashSet::new();
+    let mut settled = false;
+    for _ in 0..KILL_ROUNDS {
+        let pids = manager
+            .get_all_pids()
+            .map_err(|e| RuntimeError::cgroup(format!("kill {id}: cgroup"), e))?;
+        let fresh: Vec<_> = pids.into_iter().filter(|p| signalled.insert(*p)).collect();
+        if fresh.is_empty() {
+            settled = true;
+            break;
+        }
+        for pid in fresh {
+            let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+        }
+    }
+    if !settled {
+        // Still new pids after every round: a fork chain outrunning the
+        // reads. The freeze stops it (every task here has a SIGKILL
+        // pending, so none is inside a long call for long).
+        return signal_cgroup(id, manager, Signal::SIGKILL);
+    }
+    // A paused container's tasks die only once thawed: one write, no wait.
+    manager
+        .freeze(FreezerState::Thawed)
+        .map_err(|e| RuntimeError::cgroup(format!("kill {id}: thaw"), e))
+}
+
 /// The cgroup libcontainer makes for a container of `bundle`.
 pub(crate) fn bundle_cgroup_path(id: &str, bundle: &Bundle) -> PathBuf {
     libcontainer::utils::get_cgroup_path(

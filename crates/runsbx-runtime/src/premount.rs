@@ -16,6 +16,7 @@
 //! namespace they are locked (they come from a more privileged namespace),
 //! so the workload cannot unmount them or make them writable.
 
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
@@ -122,27 +123,150 @@ pub fn bind_readonly(rootfs: &Path, paths: &[PathBuf]) -> Result<()> {
 /// Removes a directory tree without ever crossing into another filesystem:
 /// an entry on a different device (a mount still in place) is left alone.
 /// Stops: deleting host files through a bind mount left in a bundle.
+///
+/// Walks by directory fds (openat O_DIRECTORY|O_NOFOLLOW, unlinkat), one
+/// level open at a time, climbing back through ".." checked against the
+/// (dev, inode) recorded on the way down. Stops: a workload leaving a tree
+/// too deep for a path (ENAMETOOLONG past 4096 bytes) or for the stack, so
+/// that the private workdir stayed behind; a symlink is unlinked, never
+/// followed, and a directory swapped for another on the way back up makes
+/// the removal fail rather than delete elsewhere.
 pub fn remove_tree(path: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt;
-    let dev = std::fs::symlink_metadata(path)?.dev();
-    remove_under(path, dev)
-}
-
-fn remove_under(path: &Path, dev: u64) -> std::io::Result<()> {
-    use std::os::unix::fs::MetadataExt;
     let meta = std::fs::symlink_metadata(path)?;
-    if meta.dev() != dev {
+    if !meta.is_dir() {
+        return std::fs::remove_file(path);
+    }
+    let top = open_dir(None, path.as_os_str())?;
+    // The directory looked at, not one swapped in since.
+    if dev_ino(&top)? != (meta.dev(), meta.ino()) {
         return Err(std::io::Error::other(format!(
-            "{} is on another filesystem (a mount?); not removing it",
+            "{} changed during removal; not removing it",
             path.display()
         )));
     }
-    if meta.is_dir() {
-        for entry in std::fs::read_dir(path)? {
-            remove_under(&entry?.path(), dev)?;
+    remove_contents(path, top, (meta.dev(), meta.ino()))?;
+    std::fs::remove_dir(path)
+}
+
+fn open_dir(at: Option<&OwnedFd>, name: &std::ffi::OsStr) -> std::io::Result<OwnedFd> {
+    use nix::fcntl::OFlag;
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let dirfd = at.map(|fd| fd.as_raw_fd());
+    let fd = nix::fcntl::openat(dirfd, name, flags, nix::sys::stat::Mode::empty())?;
+    Ok(crate::sys::fds::own(fd))
+}
+
+fn dev_ino(fd: &OwnedFd) -> std::io::Result<(u64, u64)> {
+    let st = nix::sys::stat::fstat(fd.as_raw_fd())?;
+    Ok((st.st_dev, st.st_ino))
+}
+
+/// The first entry of `dir` other than "." and "..", read afresh: every
+/// entry seen before was removed, so what remains is what is left to do.
+fn first_entry(dir: &OwnedFd) -> std::io::Result<Option<std::ffi::OsString>> {
+    use std::os::unix::ffi::OsStrExt;
+    // A new open of ".": its own read offset, starting at the beginning.
+    let fresh = open_dir(Some(dir), std::ffi::OsStr::new("."))?;
+    let mut d = nix::dir::Dir::from_fd(std::os::fd::IntoRawFd::into_raw_fd(fresh))?;
+    for entry in d.iter() {
+        let name = entry?.file_name().to_bytes().to_vec();
+        if name != b"." && name != b".." {
+            return Ok(Some(std::ffi::OsStr::from_bytes(&name).to_os_string()));
         }
-        std::fs::remove_dir(path)
-    } else {
-        std::fs::remove_file(path)
+    }
+    Ok(None)
+}
+
+/// Empties the directory open as `top` (at `root`, identified by `id`).
+fn remove_contents(root: &Path, top: OwnedFd, id: (u64, u64)) -> std::io::Result<()> {
+    use nix::sys::stat::{fstatat, SFlag};
+    use nix::unistd::{unlinkat, UnlinkatFlags};
+    let dev = id.0;
+    // The names and identities of the directories above `cur`, for the
+    // climb back and for messages.
+    let mut above: Vec<(std::ffi::OsString, (u64, u64))> = Vec::new();
+    let mut cur = top;
+    loop {
+        let Some(name) = first_entry(&cur)? else {
+            // `cur` is empty: climb to its parent and remove it there.
+            let Some((name, parent_id)) = above.pop() else {
+                return Ok(());
+            };
+            let parent = open_dir(Some(&cur), std::ffi::OsStr::new(".."))?;
+            if dev_ino(&parent)? != parent_id {
+                return Err(std::io::Error::other(format!(
+                    "a directory under {} moved during removal; not removing it",
+                    root.display()
+                )));
+            }
+            unlinkat(
+                Some(parent.as_raw_fd()),
+                name.as_os_str(),
+                UnlinkatFlags::RemoveDir,
+            )?;
+            cur = parent;
+            continue;
+        };
+        let st = fstatat(
+            Some(cur.as_raw_fd()),
+            name.as_os_str(),
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )?;
+        let elsewhere = || {
+            let mut p = root.to_path_buf();
+            p.extend(above.iter().map(|(n, _)| n));
+            std::io::Error::other(format!(
+                "{} is on another filesystem (a mount?); not removing it",
+                p.join(&name).display()
+            ))
+        };
+        if st.st_dev != dev {
+            return Err(elsewhere());
+        }
+        if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT != SFlag::S_IFDIR {
+            unlinkat(
+                Some(cur.as_raw_fd()),
+                name.as_os_str(),
+                UnlinkatFlags::NoRemoveDir,
+            )?;
+            continue;
+        }
+        let child = open_dir(Some(&cur), &name)?;
+        // Checked again on the fd: a mount put there since the fstatat.
+        if dev_ino(&child)?.0 != dev {
+            return Err(elsewhere());
+        }
+        above.push((name, dev_ino(&cur)?));
+        cur = child;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tree deeper than PATH_MAX, with a symlink out of it at the bottom:
+    /// all of it goes, and the symlink's target stays.
+    #[test]
+    fn removes_a_tree_deeper_than_a_path_and_follows_no_symlink() {
+        use nix::sys::stat::{mkdirat, Mode};
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("keep"), "x").unwrap();
+        let root = tmp.path().join("tree");
+        std::fs::create_dir(&root).unwrap();
+        let mut cur = open_dir(None, root.as_os_str()).unwrap();
+        // 3,000 levels of "d/": 6,000 characters.
+        for _ in 0..3000 {
+            mkdirat(Some(cur.as_raw_fd()), "d", Mode::from_bits_truncate(0o700)).unwrap();
+            cur = open_dir(Some(&cur), std::ffi::OsStr::new("d")).unwrap();
+        }
+        nix::unistd::symlinkat(&outside, Some(cur.as_raw_fd()), "link").unwrap();
+        drop(cur);
+        remove_tree(&root).unwrap();
+        assert!(!root.exists());
+        assert!(outside.join("keep").exists());
     }
 }

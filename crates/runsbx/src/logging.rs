@@ -98,6 +98,15 @@ impl Visit for MessageVisitor {
     }
 }
 
+/// libcontainer is built without libseccomp, so under `--debug` it warns
+/// that it cannot load a filter whenever no_new_privileges is set; runsbx's
+/// Executor loads the spec's filter itself (executor.rs), so the line would
+/// say the opposite of what happens. Only that exact line is dropped.
+fn misleads(target: &str, msg: &str) -> bool {
+    target.starts_with("libcontainer")
+        && msg == "seccomp not available, unable to set seccomp privileges!"
+}
+
 struct TracingLayer(&'static Logger);
 
 impl TracingLayer {
@@ -153,6 +162,9 @@ impl<S: Subscriber> Layer<S> for TracingLayer {
         }
         let mut v = MessageVisitor(String::new());
         event.record(&mut v);
+        if misleads(meta.target(), v.0.trim()) {
+            return;
+        }
         if notes {
             runsbx_runtime::initlog::note(v.0.trim());
         }
@@ -199,6 +211,17 @@ mod tests {
         let t = v["time"].as_str().unwrap();
         assert_eq!(t.len(), "2026-11-29T09:00:00.000000000Z".len(), "{t}");
         assert!(t.ends_with('Z'));
+    }
+
+    #[test]
+    fn only_libcontainers_seccomp_line_is_dropped() {
+        let line = "seccomp not available, unable to set seccomp privileges!";
+        assert!(misleads("libcontainer::process::init::process", line));
+        assert!(!misleads("runsbx_runtime::executor", line));
+        assert!(!misleads(
+            "libcontainer::process::init::process",
+            "seccomp not available, unable to enforce no_new_privileges!"
+        ));
     }
 
     #[test]

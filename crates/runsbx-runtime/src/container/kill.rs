@@ -9,7 +9,7 @@ use nix::unistd::Pid;
 
 use super::sidecar::read_starttime;
 use super::{status_name, Owned, Runtime};
-use crate::cgroup::{cgroup_exists, signal_cgroup};
+use crate::cgroup::{cgroup_exists, kill_cgroup_now, signal_cgroup};
 use crate::error::{Result, RuntimeError};
 
 impl Runtime {
@@ -22,15 +22,23 @@ impl Runtime {
     }
 
     /// SIGKILL for the container this process created (`--timeout`,
-    /// `--rss-limit`): its cgroup while the id is still its own, else init,
-    /// a child of this process not yet reaped, so its PID cannot have been
-    /// reused. Without a cgroup init is PID 1 of the container's pid
-    /// namespace (`verify_cgroup_free`): its death ends every process in it.
+    /// `--rss-limit`): init first, a child of this process not yet reaped,
+    /// so its PID cannot have been reused; then, while the id is still its
+    /// own, every process of its cgroup at once (`kill_cgroup_now`: no
+    /// freeze, which a task inside a long call would hold up). Without a
+    /// cgroup init is PID 1 of the container's pid namespace
+    /// (`verify_cgroup_free`): its death ends every process in it.
     pub fn kill_owned(&self, o: &Owned) -> Result<()> {
+        signal_init(&o.container, Signal::SIGKILL)?;
         if !o.cgroup_free && self.still_owned(o) {
-            return self.kill(o.container.id(), Signal::SIGKILL, true);
+            let c = &o.container;
+            // As `kill --all`: a stopped container's cgroup may be gone.
+            if c.status() == ContainerStatus::Stopped && !cgroup_exists(c) {
+                return Ok(());
+            }
+            return kill_cgroup_now(c.id(), c, &crate::cgroup::manager(c)?);
         }
-        signal_init(&o.container, Signal::SIGKILL)
+        Ok(())
     }
 
     /// Signals init (or, with `all`, every process in the cgroup). Unlike

@@ -6,6 +6,7 @@ use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
 use super::posture::{check_posture, without_namespaces};
+use super::stdio::StdioFlags;
 use super::{watch, Result, SuperviseError, Supervision};
 use crate::guard::{self, Outcome};
 use crate::monitor::Monitor;
@@ -36,6 +37,7 @@ pub fn spawn(rt: &Runtime, config: serde_json::Value, stdio: Option<[OwnedFd; 3]
 /// watches a container.
 pub fn direct(rt: &Runtime, d: Direct, mut sup: Supervision) -> Result<Outcome> {
     let started_at = Instant::now();
+    let _stdio = StdioFlags::save();
     let pid = match spawn(rt, d.config, None) {
         Ok(pid) => pid,
         Err(e) => return Err(sup.setup_failed(e, started_at)),

@@ -28,3 +28,24 @@ pub fn status_file(fd: RawFd) -> Result<fs::File> {
     }
     crate::sys::fds::take_inherited(fd).map_err(|source| SuperviseError::StatusFd { fd, source })
 }
+
+/// Refuses a `--workdir` that holds the temporary directory, where
+/// [`super::sandbox::materialize`] makes the private bundle: the bundle
+/// (config.json, the rootfs) would sit inside the directory the workload
+/// may write. Stops: the bare "failed to prepare rootfs" that libcontainer
+/// gave for it, and a workload reaching the bundle of its own or a later
+/// run. Both paths are compared resolved (symlinks, `..`).
+pub fn check_workdir_holds_no_bundle(workdir: &Path) -> Result<()> {
+    let tmp = std::env::temp_dir();
+    let resolved = |p: &Path| fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    if resolved(&tmp).starts_with(resolved(workdir)) {
+        return Err(SuperviseError::Message(format!(
+            "--workdir {}: holds the temporary directory {} where runsbx makes the private \
+             bundle, which the workload could then reach; choose a directory below it, or set \
+             TMPDIR elsewhere",
+            workdir.display(),
+            tmp.display()
+        )));
+    }
+    Ok(())
+}

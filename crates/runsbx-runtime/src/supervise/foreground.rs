@@ -6,6 +6,7 @@ use nix::unistd::Pid;
 
 use super::denials::Denials;
 use super::posture::check_posture;
+use super::stdio::StdioFlags;
 use super::{render, watch, Result, SuperviseError, Supervision};
 use crate::guard::{self, Expect, Outcome, Reason};
 use crate::monitor::Monitor;
@@ -22,6 +23,7 @@ pub fn foreground(
     mut sup: Supervision,
 ) -> Result<Outcome> {
     let started_at = Instant::now();
+    let _stdio = StdioFlags::save();
     let id = opts.id.clone();
     let mut denials = Denials::prepare(rt, &mut opts, sup.report_denials);
     let result = start_supervised(rt, opts, pidfd, &mut sup, &mut denials);

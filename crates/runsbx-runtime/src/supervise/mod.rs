@@ -9,6 +9,7 @@
 //! - `watch.rs`: the wait loop and its limits.
 //! - `denials.rs`: `--report-denials` over one run.
 //! - `files.rs`: the status fd and the report file.
+//! - `stdio.rs`: the caller's stdio flags, put back after the run.
 //! - `sandbox.rs`: a generated sandbox bundle staged on disk.
 //! - `selftest.rs`: the escape probe run and judged.
 
@@ -20,6 +21,7 @@ mod foreground;
 mod posture;
 pub mod sandbox;
 pub mod selftest;
+mod stdio;
 mod watch;
 
 use std::fs;
@@ -31,7 +33,7 @@ use crate::guard::{Expect, Limits, Outcome};
 
 pub use direct::{direct, Direct};
 pub use error::{render, SuperviseError};
-pub use files::status_file;
+pub use files::{check_workdir_holds_no_bundle, status_file};
 pub use foreground::foreground;
 pub use posture::sandbox_posture;
 pub use watch::watch;

@@ -63,6 +63,10 @@ pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
         workdir,
         discovery,
     } = prepare(&req, Some(&ctx.rt.root.join(".discovery")))?;
+    // Before anything is staged: materialize makes the bundle under TMPDIR.
+    if let Some(w) = &req.workdir {
+        supervise::check_workdir_holds_no_bundle(w)?;
+    }
     add_resources(&mut config, a.memory.as_deref(), a.pids_limit)?;
     let relay = match &connection {
         Some(c) => {
