@@ -49,3 +49,39 @@ pub fn loopback_up(spec: &Spec, init: Pid) -> Result<()> {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn with_namespaces(list: serde_json::Value) -> Spec {
+        serde_json::from_value(json!({
+            "ociVersion": "1.0.2",
+            "root": {"path": "rootfs"},
+            "linux": {"namespaces": list},
+        }))
+        .unwrap()
+    }
+
+    // No process has pid i32::MAX: a step that looked at /proc would fail.
+    const NO_PID: Pid = Pid::from_raw(i32::MAX);
+
+    #[test]
+    fn a_joined_or_host_netns_is_not_touched() {
+        let joined = with_namespaces(json!([{"type": "network", "path": "/proc/1/ns/net"}]));
+        assert!(loopback_up(&joined, NO_PID).is_ok());
+        let host = with_namespaces(json!([{"type": "pid"}]));
+        assert!(loopback_up(&host, NO_PID).is_ok());
+    }
+
+    #[test]
+    fn a_new_netns_whose_init_is_gone_fails_naming_the_step() {
+        let new = with_namespaces(json!([{"type": "network"}]));
+        let err = loopback_up(&new, NO_PID).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("loopback: open /proc/{NO_PID}/ns/net: ")),
+            "{err}"
+        );
+    }
+}
