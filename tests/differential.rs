@@ -271,3 +271,103 @@ fn list_json_has_runcs_shape() {
     eprintln!("list entry:\n  runsbx {}\n  runc   {}", lists[0], lists[1]);
     assert_same_shape("list --format json entry", &lists[0], &lists[1]);
 }
+
+/// A busybox bundle of runc's default shape with sysfs and the probe: the
+/// process prints lo's flags, then tries TCP to a closed port on 127.0.0.1.
+fn loopback_bundle(env: &Env, name: &str) -> Bundle {
+    let mut b = env.bundle(
+        name,
+        &[
+            "sh",
+            "-c",
+            "cat /sys/class/net/lo/flags; /probe tcp-connect:127.0.0.1:1",
+        ],
+    );
+    b.config["mounts"].as_array_mut().unwrap().push(serde_json::json!(
+        { "destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["nosuid", "noexec", "nodev", "ro"] }
+    ));
+    b.save();
+    b.add_file(&probe_bin(), "/probe");
+    b
+}
+
+/// lo's flags (hex, as sysfs prints them) and the probe's errno, per runtime.
+fn loopback_seen(env: &Env, b: &Bundle, rt: Runtime) -> (u32, String) {
+    let out = rt.run(env, &["run", "--bundle", b.path(), &unique_id("diff-lo")]);
+    assert_eq!(out.status.code(), Some(0), "{rt:?}: {}", stderr_of(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let flags = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("0x"))
+        .and_then(|h| u32::from_str_radix(h, 16).ok())
+        .unwrap_or_else(|| panic!("{rt:?}: no lo flags in {text:?}"));
+    let probe = probe_lines(&out.stdout);
+    let errno = probe
+        .first()
+        .and_then(|p| p["errno"].as_str())
+        .unwrap_or_else(|| panic!("{rt:?}: no probe answer in {text:?}"))
+        .to_string();
+    (flags, errno)
+}
+
+const IFF_UP: u32 = 1;
+
+/// Under both runtimes: lo is up and a closed port refuses (`up`), or lo
+/// is down and 127.0.0.1 is unreachable.
+fn assert_loopback(env: &Env, b: &Bundle, up: bool) {
+    let (want_flag, want_errno) = match up {
+        true => (IFF_UP, "ECONNREFUSED"),
+        false => (0, "ENETUNREACH"),
+    };
+    for rt in BOTH {
+        let (flags, errno) = loopback_seen(env, b, rt);
+        assert_eq!(flags & IFF_UP, want_flag, "{rt:?}: lo flags {flags:#x}");
+        assert_eq!(errno, want_errno, "{rt:?}");
+    }
+}
+
+#[test]
+fn fresh_netns_has_loopback_up_like_runc() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    assert_loopback(&env, &loopback_bundle(&env, "lo-new"), true);
+}
+
+/// With a user namespace too, runsbx joins it before the network namespace
+/// (the container's root, not the host's, owns that netns).
+#[test]
+fn fresh_netns_in_a_user_namespace_has_loopback_up_like_runc() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    let mut b = loopback_bundle(&env, "lo-userns");
+    b.with_userns_as_nobody();
+    b.save();
+    assert_loopback(&env, &b, true);
+}
+
+#[test]
+fn joined_netns_keeps_its_loopback_like_runc() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    // A network namespace with lo down, held by a sleeping process.
+    let mut holder = Command::new("unshare")
+        .args(["--net", "sleep", "100"])
+        .spawn()
+        .expect("spawn unshare --net");
+    let ns = format!("/proc/{}/ns/net", holder.id());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while fs::read_link(&ns).ok() == fs::read_link("/proc/self/ns/net").ok() {
+        assert!(Instant::now() < deadline, "unshare never entered its netns");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut b = loopback_bundle(&env, "lo-joined");
+    for n in b.config["linux"]["namespaces"].as_array_mut().unwrap() {
+        if n["type"] == "network" {
+            n["path"] = Value::from(ns.clone());
+        }
+    }
+    b.save();
+    assert_loopback(&env, &b, false);
+    let _ = holder.kill();
+    let _ = holder.wait();
+}

@@ -22,6 +22,7 @@ pub mod initlog;
 pub mod jupyter;
 pub mod landlock;
 pub mod monitor;
+pub mod netns;
 pub mod pidns;
 pub mod prebind;
 pub mod premount;

@@ -257,6 +257,9 @@ impl Runtime {
                 return Err(e);
             }
         }
+        if let Some(pid) = container.pid() {
+            crate::netns::loopback_up(&plan.bundle.spec, pid)?;
+        }
         if let Some(reader) = report.commit(dir)? {
             self.reports
                 .lock()

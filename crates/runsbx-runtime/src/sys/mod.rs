@@ -4,6 +4,7 @@ pub mod audit;
 pub mod fds;
 pub mod landlock;
 pub mod mountapi;
+pub mod netdev;
 pub mod pidfd;
 pub mod sealed_exe;
 pub mod seccomp;
