@@ -843,3 +843,73 @@ fn readonly_binds_out_of_reach_of_the_containers_root() {
     assert!(!mounts.contains(b.path()), "a bind is left on the host");
     assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
 }
+
+/// runc's `exec --ignore-paused`: exec into a paused container is refused
+/// without it; with it the process starts frozen and runs once resumed.
+#[test]
+fn exec_ignore_paused() {
+    let env = Env::new();
+    let b = env.bundle("b", &["sleep", "1000"]);
+    let id = unique_id("execpaused");
+    env.ok(&["run", "-d", "--bundle", b.path(), &id]);
+    env.ok(&["pause", &id]);
+    assert_one_line_error(&env.run(&["exec", &id, "true"]), "--ignore-paused");
+    let out_file = env.tmp.path().join("out");
+    let mut child = env
+        .cmd()
+        .args(["exec", "--ignore-paused", &id, "sh", "-c", "echo thawed"])
+        .stdout(fs::File::create(&out_file).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(env.state(&id)["status"], "paused");
+    env.ok(&["resume", &id]);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(fs::read_to_string(&out_file).unwrap(), "thawed\n");
+    env.ok(&["delete", "--force", &id]);
+}
+
+/// runc's `exec --cgroup`: the process runs in an existing sub-cgroup of
+/// the container's; `..` and a missing sub-cgroup are refused.
+#[test]
+fn exec_into_a_sub_cgroup() {
+    let env = Env::new();
+    let b = env.bundle("b", &["sleep", "1000"]);
+    let id = unique_id("execcg");
+    env.ok(&["run", "-d", "--bundle", b.path(), &id]);
+    assert_one_line_error(
+        &env.run(&["exec", "--cgroup", "../escape", &id, "true"]),
+        "`..` would leave the container's cgroup",
+    );
+    assert_one_line_error(
+        &env.run(&["exec", "--cgroup", "sub", &id, "true"]),
+        "no such cgroup",
+    );
+    let dirs = cgroups_named(&id);
+    assert!(!dirs.is_empty(), "no cgroup for {id}");
+    for d in &dirs {
+        fs::create_dir(d.join("sub")).unwrap();
+    }
+    let out = env.ok(&["exec", "--cgroup", "/sub", &id, "cat", "/proc/self/cgroup"]);
+    let pids_line = out
+        .lines()
+        .find(|l| {
+            l.split(':')
+                .nth(1)
+                .is_some_and(|c| c == "pids" || c.is_empty())
+        })
+        .unwrap_or_else(|| panic!("no pids or v2 line in {out}"));
+    assert!(pids_line.ends_with("/sub"), "{out}");
+    let out = env.ok(&[
+        "exec",
+        "--cgroup",
+        "pids,memory:sub",
+        &id,
+        "cat",
+        "/proc/self/cgroup",
+    ]);
+    assert!(out.lines().any(|l| l.ends_with("/sub")), "{out}");
+    env.ok(&["delete", "--force", &id]);
+    assert_eq!(cgroups_named(&id), Vec::<std::path::PathBuf>::new());
+}

@@ -124,6 +124,50 @@ pub(crate) fn cgroup_exists(c: &Container) -> bool {
     dirs.v1.iter().chain(&dirs.v2).any(|p| p.exists())
 }
 
+/// The directories of the cgroup at `path` in every hierarchy that has it
+/// (each v1 controller's, and v2's).
+fn dirs_in_every_hierarchy(path: &Path) -> Vec<PathBuf> {
+    let rel = path.strip_prefix("/").unwrap_or(path);
+    let root = Path::new(libcgroups::common::DEFAULT_CGROUP_ROOT);
+    fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .chain([root.to_path_buf()])
+        .map(|top| top.join(rel))
+        .filter(|d| d.is_dir())
+        .collect()
+}
+
+/// Whether `sub` exists under the container's cgroup at `base` in every
+/// hierarchy that holds that cgroup; false when none holds it.
+pub(crate) fn sub_cgroup_exists(base: &Path, sub: &str) -> bool {
+    let dirs = dirs_in_every_hierarchy(base);
+    !dirs.is_empty() && dirs.iter().all(|d| d.join(sub).is_dir())
+}
+
+/// Removes the sub-cgroups under a container's cgroup (made for `exec
+/// --cgroup`), deepest first, once it is empty: libcgroups removes only
+/// the container's own directory, which fails while it has children.
+pub(crate) fn remove_sub_cgroups(c: &Container) {
+    if c.systemd() {
+        return;
+    }
+    let Ok(config) = c.spec() else { return };
+    fn below(dir: &Path) {
+        for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                below(&e.path());
+                let _ = fs::remove_dir(e.path());
+            }
+        }
+    }
+    for dir in dirs_in_every_hierarchy(&config.cgroup_path) {
+        below(&dir);
+    }
+}
+
 /// Where a cgroup's directories are, for the host's layout as libcgroups
 /// detects it (`get_cgroup_setup`): v1's under one controller's mount, v2's
 /// under the cgroup2 mount (`unified/` on a hybrid host).

@@ -14,7 +14,14 @@ impl Runtime {
     /// Starts a new process in a running container; returns its host PID.
     pub fn exec(&self, opts: ExecOptions) -> Result<Pid> {
         let c = self.load(&opts.id)?;
-        require(&c, "exec", "running", |s| s == ContainerStatus::Running)?;
+        match opts.ignore_paused {
+            true => require(&c, "exec", "running or paused", |s| {
+                matches!(s, ContainerStatus::Running | ContainerStatus::Paused)
+            })?,
+            false => require(&c, "exec", "running (paused: --ignore-paused)", |s| {
+                s == ContainerStatus::Running
+            })?,
+        }
         // Stops: a process exec'd into the container without the seccomp
         // filter and Landlock layers its init has, because runsbx.json went
         // missing or was damaged. Fail closed.
@@ -39,6 +46,9 @@ impl Runtime {
             // exec'd process alone, which no delete removes. It joins none,
             // like init.
             crate::premount::without_cgroups()?;
+        }
+        if let Some(sub) = &opts.sub_cgroup {
+            check_sub_cgroup(&c, &opts.id, sidecar.no_cgroup, sub)?;
         }
         let executor = SandboxExecutor::new(
             sidecar.policy.compile_seccomp()?,
@@ -76,7 +86,61 @@ impl Runtime {
             .with_additional_gids(opts.additional_gids.clone())
             .with_no_new_privs(opts.no_new_privs)
             .with_capabilities(opts.cap.clone())
+            .with_ignore_paused(opts.ignore_paused)
+            .with_sub_cgroup(opts.sub_cgroup.clone())
             .build()
             .map_err(lc)
     }
+}
+
+/// `exec --cgroup`: libcontainer's intermediate process joins the cgroup
+/// (container's path + `sub`) before it forks the process, so the process
+/// never runs outside it. Checked here: a container that has a cgroup,
+/// a path libcontainer will read the same as create recorded, and a
+/// sub-cgroup that exists (libcgroups would otherwise make it, per
+/// controller, where no delete looks).
+fn check_sub_cgroup(
+    c: &libcontainer::container::Container,
+    id: &str,
+    no_cgroup: bool,
+    sub: &str,
+) -> Result<()> {
+    if no_cgroup || crate::rootless::active() {
+        return Err(crate::cgroup::no_cgroup(
+            id,
+            "run an exec'd process in a sub-cgroup",
+        ));
+    }
+    let bad = |err: String| RuntimeError::Cgroup {
+        context: format!("exec --cgroup {sub:?}"),
+        err,
+    };
+    if c.systemd() {
+        return Err(bad("not supported with --systemd-cgroup".into()));
+    }
+    // Stops: `..` reaching here by another caller than the CLI's parser.
+    if sub.split('/').any(|p| p == ".." || p.is_empty()) || sub.starts_with('/') {
+        return Err(bad(
+            "must be a relative path inside the container's cgroup".into()
+        ));
+    }
+    let recorded = c
+        .spec()
+        .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))?
+        .cgroup_path;
+    // libcontainer joins the path config.json names now, not the recorded one.
+    let bundle = Bundle::load(c.bundle())?;
+    if crate::cgroup::bundle_cgroup_path(id, &bundle) != recorded {
+        return Err(bad(format!(
+            "config.json's cgroupsPath is no longer the container's ({})",
+            recorded.display()
+        )));
+    }
+    if !crate::cgroup::sub_cgroup_exists(&recorded, sub) {
+        return Err(bad(format!(
+            "no such cgroup under the container's ({})",
+            recorded.display()
+        )));
+    }
+    Ok(())
 }

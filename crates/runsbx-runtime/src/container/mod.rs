@@ -172,6 +172,11 @@ pub struct ExecOptions {
     pub preserve_fds: i32,
     pub no_new_privs: bool,
     pub cap: Vec<String>,
+    /// Exec into a paused container too (runc's `--ignore-paused`).
+    pub ignore_paused: bool,
+    /// A sub-cgroup of the container's to run the process in, relative,
+    /// without `..` (runc's `--cgroup`).
+    pub sub_cgroup: Option<String>,
 }
 
 /// A container as its creating process holds it (`Runtime::create_owned`).
