@@ -913,3 +913,43 @@ fn exec_into_a_sub_cgroup() {
     env.ok(&["delete", "--force", &id]);
     assert_eq!(cgroups_named(&id), Vec::<std::path::PathBuf>::new());
 }
+
+/// With resources and no `cgroupsPath`, the cgroup is named after the id
+/// as runc names it (libcontainer's own default is `:youki:<id>`), and
+/// exec, ps, pause, kill --all and delete find it under that name.
+#[test]
+fn cgroup_without_cgroups_path_is_named_after_the_id() {
+    let env = Env::new();
+    let mut b = env.bundle("b", &["sleep", "1000"]);
+    b.config["linux"]["resources"] = serde_json::json!({ "pids": { "limit": 64 } });
+    b.save();
+    let id = unique_id("cgname");
+    env.ok(&["create", "--bundle", b.path(), &id]);
+    let pid = env.state(&id)["pid"].as_i64().unwrap();
+    let own = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    let pids_line = |text: &str| {
+        text.lines()
+            .find(|l| {
+                l.split(':')
+                    .nth(1)
+                    .is_some_and(|c| c == "pids" || c.is_empty())
+            })
+            .map(|l| l.splitn(3, ':').nth(2).unwrap().to_string())
+            .unwrap_or_else(|| panic!("no pids or v2 line in {text}"))
+    };
+    let path = pids_line(&own);
+    assert!(path.ends_with(&format!("/{id}")), "init's cgroup {path:?}");
+    assert!(!own.contains(":youki:"), "{own}");
+    env.ok(&["start", &id]);
+    let exec = env.ok(&["exec", &id, "cat", "/proc/self/cgroup"]);
+    assert_eq!(pids_line(&exec), path, "exec'd process in another cgroup");
+    env.ok(&["exec", "-d", &id, "sleep", "900"]);
+    let ps: Vec<i32> = serde_json::from_str(&env.ok(&["ps", "--format", "json", &id])).unwrap();
+    assert_eq!(ps.len(), 2, "ps {ps:?}");
+    env.ok(&["pause", &id]);
+    env.ok(&["resume", &id]);
+    env.ok(&["kill", "--all", &id, "KILL"]);
+    env.wait_status(&id, "stopped");
+    env.ok(&["delete", &id]);
+    assert_eq!(cgroups_named(&id), Vec::<std::path::PathBuf>::new());
+}

@@ -296,16 +296,50 @@ pub(crate) fn kill_cgroup_now(
         .map_err(|e| RuntimeError::cgroup(format!("kill {id}: thaw"), e))
 }
 
-/// The cgroup libcontainer makes for a container of `bundle`.
-pub(crate) fn bundle_cgroup_path(id: &str, bundle: &Bundle) -> PathBuf {
-    libcontainer::utils::get_cgroup_path(
-        &bundle
-            .spec
-            .linux()
-            .as_ref()
-            .and_then(|l| l.cgroups_path().clone()),
-        id,
-    )
+/// The spec's `linux.cgroupsPath`.
+pub(crate) fn spec_cgroup_path(spec: &libcontainer::oci_spec::runtime::Spec) -> Option<PathBuf> {
+    spec.linux().as_ref().and_then(|l| l.cgroups_path().clone())
+}
+
+/// runc's cgroup for a container whose spec names none: the id, at the
+/// top of each hierarchy (libcontainer's own default is the literal
+/// `:youki:<id>`). `create` shows libcontainer this path (a config view).
+pub(crate) fn default_cgroup_path(id: &str) -> PathBuf {
+    Path::new("/").join(id)
+}
+
+/// The cgroup libcontainer makes for a container of `bundle` created by
+/// root (`create` gives one without `cgroupsPath` the default above,
+/// except under systemd, where libcontainer's name stays).
+pub(crate) fn bundle_cgroup_path(id: &str, bundle: &Bundle, systemd: bool) -> PathBuf {
+    match spec_cgroup_path(&bundle.spec) {
+        Some(p) => p,
+        None if systemd => libcontainer::utils::get_cgroup_path(&None, id),
+        None => default_cgroup_path(id),
+    }
+}
+
+/// Stops: a container given the default cgroup joining one that holds
+/// another's processes (a runc container of the same id, or a runsbx one
+/// under another --root), which its delete and kill --all would then kill.
+/// An empty one (left by a killed create) is taken over.
+pub(crate) fn check_default_cgroup_free(id: &str) -> Result<()> {
+    let path = default_cgroup_path(id);
+    for dir in dirs_in_every_hierarchy(&path) {
+        if !libcgroups::common::get_all_pids(&dir)
+            .unwrap_or_default()
+            .is_empty()
+        {
+            return Err(RuntimeError::Cgroup {
+                context: format!("create {id}"),
+                err: format!(
+                    "cgroup {} already holds processes (another container of this id?)",
+                    dir.display()
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// SIGKILLs whatever is in the cgroup at `path` and removes it, reaping

@@ -6,6 +6,7 @@ use nix::unistd::Pid;
 
 use super::sidecar::read_sidecar_strict;
 use super::{require, ExecOptions, Runtime};
+use crate::cgroup::spec_cgroup_path;
 use crate::error::{Result, RuntimeError};
 use crate::executor::SandboxExecutor;
 use crate::spec::Bundle;
@@ -26,6 +27,9 @@ impl Runtime {
         // filter and Landlock layers its init has, because runsbx.json went
         // missing or was damaged. Fail closed.
         let sidecar = read_sidecar_strict(&self.dir(&opts.id))?;
+        if let Some(sub) = &opts.sub_cgroup {
+            check_sub_cgroup(&c, &opts.id, sidecar.no_cgroup, sub)?;
+        }
         // libcontainer reads the bundle's config.json again for an exec.
         let _view = match crate::rootless::active() {
             true => {
@@ -38,7 +42,8 @@ impl Runtime {
                     &opts.id,
                 )?)
             }
-            false => None,
+            false if sidecar.no_cgroup => None,
+            false => self.pin_cgroup(&c, &opts.id)?,
         };
         if sidecar.no_cgroup && !crate::rootless::active() {
             // A container made without a cgroup (`needs_no_cgroup`):
@@ -46,9 +51,6 @@ impl Runtime {
             // exec'd process alone, which no delete removes. It joins none,
             // like init.
             crate::premount::without_cgroups()?;
-        }
-        if let Some(sub) = &opts.sub_cgroup {
-            check_sub_cgroup(&c, &opts.id, sidecar.no_cgroup, sub)?;
         }
         let executor = SandboxExecutor::new(
             sidecar.policy.compile_seccomp()?,
@@ -91,6 +93,45 @@ impl Runtime {
             .build()
             .map_err(lc)
     }
+
+    /// Stops: the process exec'd into a container made with runc's default
+    /// cgroup (no `cgroupsPath`, see `cgroup::default_cgroup_path`) joining
+    /// libcontainer's own default, `:youki:<id>`, a fresh cgroup outside
+    /// the container's that no limit, freeze, kill --all or delete reaches.
+    /// libcontainer reads config.json again for an exec: it is shown the
+    /// path create recorded, in a mount namespace of this process.
+    fn pin_cgroup(
+        &self,
+        c: &libcontainer::container::Container,
+        id: &str,
+    ) -> Result<Option<crate::rootless::ConfigView>> {
+        if c.systemd() {
+            return Ok(None);
+        }
+        let bundle = Bundle::load(c.bundle())?;
+        if spec_cgroup_path(&bundle.spec).is_some() {
+            return Ok(None);
+        }
+        let recorded = recorded_cgroup_path(c, id)?;
+        // A container made before runsbx named its cgroup.
+        if recorded == libcontainer::utils::get_cgroup_path(&None, id) {
+            return Ok(None);
+        }
+        super::private_mount_namespace()?;
+        let mut raw = bundle.raw.clone();
+        raw["linux"]["cgroupsPath"] = serde_json::Value::String(recorded.display().to_string());
+        crate::rootless::ConfigView::over(&bundle.dir, &raw, &self.root, id).map(Some)
+    }
+}
+
+/// The cgroup path libcontainer recorded at create (youki_config.json).
+fn recorded_cgroup_path(
+    c: &libcontainer::container::Container,
+    id: &str,
+) -> Result<std::path::PathBuf> {
+    c.spec()
+        .map(|config| config.cgroup_path)
+        .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))
 }
 
 /// `exec --cgroup`: libcontainer's intermediate process joins the cgroup
@@ -124,13 +165,11 @@ fn check_sub_cgroup(
             "must be a relative path inside the container's cgroup".into()
         ));
     }
-    let recorded = c
-        .spec()
-        .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))?
-        .cgroup_path;
-    // libcontainer joins the path config.json names now, not the recorded one.
+    let recorded = recorded_cgroup_path(c, id)?;
+    // libcontainer joins the path config.json names now (or, without one,
+    // the recorded one: `pin_cgroup`).
     let bundle = Bundle::load(c.bundle())?;
-    if crate::cgroup::bundle_cgroup_path(id, &bundle) != recorded {
+    if spec_cgroup_path(&bundle.spec).is_some_and(|p| p != recorded) {
         return Err(bad(format!(
             "config.json's cgroupsPath is no longer the container's ({})",
             recorded.display()

@@ -117,6 +117,16 @@ impl Runtime {
     }
 }
 
+/// Moves this process into a mount namespace of its own (a slave of the
+/// host's), where a config view (rootless::ConfigView) is seen by it alone.
+fn private_mount_namespace() -> Result<()> {
+    use nix::mount::{mount, MsFlags};
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)
+        .map_err(|e| RuntimeError::sys("unshare mount namespace", e))?;
+    mount::<str, str, str, str>(None, "/", None, MsFlags::MS_REC | MsFlags::MS_SLAVE, None)
+        .map_err(|e| RuntimeError::sys("make / a slave mount", e))
+}
+
 /// Longest accepted container id (a file name, so at most NAME_MAX, minus
 /// room for the temporary report FIFO's prefix and suffix).
 const MAX_ID_LEN: usize = 200;
