@@ -914,15 +914,20 @@ fn exec_into_a_sub_cgroup() {
     assert_eq!(cgroups_named(&id), Vec::<std::path::PathBuf>::new());
 }
 
+/// `b` with a resource (so a cgroup) and no `cgroupsPath`.
+fn with_pids_limit(mut b: Bundle) -> Bundle {
+    b.config["linux"]["resources"] = serde_json::json!({ "pids": { "limit": 64 } });
+    b.save();
+    b
+}
+
 /// With resources and no `cgroupsPath`, the cgroup is named after the id
 /// as runc names it (libcontainer's own default is `:youki:<id>`), and
 /// exec, ps, pause, kill --all and delete find it under that name.
 #[test]
 fn cgroup_without_cgroups_path_is_named_after_the_id() {
     let env = Env::new();
-    let mut b = env.bundle("b", &["sleep", "1000"]);
-    b.config["linux"]["resources"] = serde_json::json!({ "pids": { "limit": 64 } });
-    b.save();
+    let b = with_pids_limit(env.bundle("b", &["sleep", "1000"]));
     let id = unique_id("cgname");
     env.ok(&["create", "--bundle", b.path(), &id]);
     let pid = env.state(&id)["pid"].as_i64().unwrap();
@@ -952,4 +957,27 @@ fn cgroup_without_cgroups_path_is_named_after_the_id() {
     env.wait_status(&id, "stopped");
     env.ok(&["delete", &id]);
     assert_eq!(cgroups_named(&id), Vec::<std::path::PathBuf>::new());
+}
+
+/// The default cgroup of a container without `cgroupsPath` is not joined
+/// while it holds another's processes (a runc container of the same id).
+#[test]
+fn default_cgroup_holding_processes_is_refused() {
+    let env = Env::new();
+    let b = with_pids_limit(env.bundle("b", &["sleep", "1000"]));
+    let id = unique_id("cgtaken");
+    let dir = Path::new("/sys/fs/cgroup/pids").join(&id);
+    let dir = match Path::new("/sys/fs/cgroup/pids").is_dir() {
+        true => dir,
+        false => Path::new("/sys/fs/cgroup").join(&id),
+    };
+    fs::create_dir(&dir).unwrap();
+    let mut other = Command::new("sleep").arg("100").spawn().unwrap();
+    fs::write(dir.join("cgroup.procs"), other.id().to_string()).unwrap();
+    let out = env.run(&["create", "--bundle", b.path(), &id]);
+    let _ = other.kill();
+    let _ = other.wait();
+    let _ = fs::remove_dir(&dir);
+    assert_one_line_error(&out, "already holds processes");
+    assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
 }
