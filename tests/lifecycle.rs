@@ -843,3 +843,141 @@ fn readonly_binds_out_of_reach_of_the_containers_root() {
     assert!(!mounts.contains(b.path()), "a bind is left on the host");
     assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
 }
+
+/// runc's `exec --ignore-paused`: exec into a paused container is refused
+/// without it; with it the process starts frozen and runs once resumed.
+#[test]
+fn exec_ignore_paused() {
+    let env = Env::new();
+    let b = env.bundle("b", &["sleep", "1000"]);
+    let id = unique_id("execpaused");
+    env.ok(&["run", "-d", "--bundle", b.path(), &id]);
+    env.ok(&["pause", &id]);
+    assert_one_line_error(&env.run(&["exec", &id, "true"]), "--ignore-paused");
+    let out_file = env.tmp.path().join("out");
+    let mut child = env
+        .cmd()
+        .args(["exec", "--ignore-paused", &id, "sh", "-c", "echo thawed"])
+        .stdout(fs::File::create(&out_file).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(env.state(&id)["status"], "paused");
+    env.ok(&["resume", &id]);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(fs::read_to_string(&out_file).unwrap(), "thawed\n");
+    env.ok(&["delete", "--force", &id]);
+}
+
+/// runc's `exec --cgroup`: the process runs in an existing sub-cgroup of
+/// the container's; `..` and a missing sub-cgroup are refused.
+#[test]
+fn exec_into_a_sub_cgroup() {
+    let env = Env::new();
+    let b = env.bundle("b", &["sleep", "1000"]);
+    let id = unique_id("execcg");
+    env.ok(&["run", "-d", "--bundle", b.path(), &id]);
+    assert_one_line_error(
+        &env.run(&["exec", "--cgroup", "../escape", &id, "true"]),
+        "`..` would leave the container's cgroup",
+    );
+    assert_one_line_error(
+        &env.run(&["exec", "--cgroup", "sub", &id, "true"]),
+        "no such cgroup",
+    );
+    let dirs = cgroups_named(&id);
+    assert!(!dirs.is_empty(), "no cgroup for {id}");
+    for d in &dirs {
+        fs::create_dir(d.join("sub")).unwrap();
+    }
+    let out = env.ok(&["exec", "--cgroup", "/sub", &id, "cat", "/proc/self/cgroup"]);
+    let pids_line = out
+        .lines()
+        .find(|l| {
+            l.split(':')
+                .nth(1)
+                .is_some_and(|c| c == "pids" || c.is_empty())
+        })
+        .unwrap_or_else(|| panic!("no pids or v2 line in {out}"));
+    assert!(pids_line.ends_with("/sub"), "{out}");
+    let out = env.ok(&[
+        "exec",
+        "--cgroup",
+        "pids,memory:sub",
+        &id,
+        "cat",
+        "/proc/self/cgroup",
+    ]);
+    assert!(out.lines().any(|l| l.ends_with("/sub")), "{out}");
+    env.ok(&["delete", "--force", &id]);
+    assert_eq!(cgroups_named(&id), Vec::<std::path::PathBuf>::new());
+}
+
+/// `b` with a resource (so a cgroup) and no `cgroupsPath`.
+fn with_pids_limit(mut b: Bundle) -> Bundle {
+    b.config["linux"]["resources"] = serde_json::json!({ "pids": { "limit": 64 } });
+    b.save();
+    b
+}
+
+/// With resources and no `cgroupsPath`, the cgroup is named after the id
+/// as runc names it (libcontainer's own default is `:youki:<id>`), and
+/// exec, ps, pause, kill --all and delete find it under that name.
+#[test]
+fn cgroup_without_cgroups_path_is_named_after_the_id() {
+    let env = Env::new();
+    let b = with_pids_limit(env.bundle("b", &["sleep", "1000"]));
+    let id = unique_id("cgname");
+    env.ok(&["create", "--bundle", b.path(), &id]);
+    let pid = env.state(&id)["pid"].as_i64().unwrap();
+    let own = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    let pids_line = |text: &str| {
+        text.lines()
+            .find(|l| {
+                l.split(':')
+                    .nth(1)
+                    .is_some_and(|c| c == "pids" || c.is_empty())
+            })
+            .map(|l| l.splitn(3, ':').nth(2).unwrap().to_string())
+            .unwrap_or_else(|| panic!("no pids or v2 line in {text}"))
+    };
+    let path = pids_line(&own);
+    assert!(path.ends_with(&format!("/{id}")), "init's cgroup {path:?}");
+    assert!(!own.contains(":youki:"), "{own}");
+    env.ok(&["start", &id]);
+    let exec = env.ok(&["exec", &id, "cat", "/proc/self/cgroup"]);
+    assert_eq!(pids_line(&exec), path, "exec'd process in another cgroup");
+    env.ok(&["exec", "-d", &id, "sleep", "900"]);
+    let ps: Vec<i32> = serde_json::from_str(&env.ok(&["ps", "--format", "json", &id])).unwrap();
+    assert_eq!(ps.len(), 2, "ps {ps:?}");
+    env.ok(&["pause", &id]);
+    env.ok(&["resume", &id]);
+    env.ok(&["kill", "--all", &id, "KILL"]);
+    env.wait_status(&id, "stopped");
+    env.ok(&["delete", &id]);
+    assert_eq!(cgroups_named(&id), Vec::<std::path::PathBuf>::new());
+}
+
+/// The default cgroup of a container without `cgroupsPath` is not joined
+/// while it holds another's processes (a runc container of the same id).
+#[test]
+fn default_cgroup_holding_processes_is_refused() {
+    let env = Env::new();
+    let b = with_pids_limit(env.bundle("b", &["sleep", "1000"]));
+    let id = unique_id("cgtaken");
+    let dir = Path::new("/sys/fs/cgroup/pids").join(&id);
+    let dir = match Path::new("/sys/fs/cgroup/pids").is_dir() {
+        true => dir,
+        false => Path::new("/sys/fs/cgroup").join(&id),
+    };
+    fs::create_dir(&dir).unwrap();
+    let mut other = Command::new("sleep").arg("100").spawn().unwrap();
+    fs::write(dir.join("cgroup.procs"), other.id().to_string()).unwrap();
+    let out = env.run(&["create", "--bundle", b.path(), &id]);
+    let _ = other.kill();
+    let _ = other.wait();
+    let _ = fs::remove_dir(&dir);
+    assert_one_line_error(&out, "already holds processes");
+    assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
+}

@@ -124,6 +124,50 @@ pub(crate) fn cgroup_exists(c: &Container) -> bool {
     dirs.v1.iter().chain(&dirs.v2).any(|p| p.exists())
 }
 
+/// The directories of the cgroup at `path` in every hierarchy that has it
+/// (each v1 controller's, and v2's).
+fn dirs_in_every_hierarchy(path: &Path) -> Vec<PathBuf> {
+    let rel = path.strip_prefix("/").unwrap_or(path);
+    let root = Path::new(libcgroups::common::DEFAULT_CGROUP_ROOT);
+    fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .chain([root.to_path_buf()])
+        .map(|top| top.join(rel))
+        .filter(|d| d.is_dir())
+        .collect()
+}
+
+/// Whether `sub` exists under the container's cgroup at `base` in every
+/// hierarchy that holds that cgroup; false when none holds it.
+pub(crate) fn sub_cgroup_exists(base: &Path, sub: &str) -> bool {
+    let dirs = dirs_in_every_hierarchy(base);
+    !dirs.is_empty() && dirs.iter().all(|d| d.join(sub).is_dir())
+}
+
+/// Removes the sub-cgroups under a container's cgroup (made for `exec
+/// --cgroup`), deepest first, once it is empty: libcgroups removes only
+/// the container's own directory, which fails while it has children.
+pub(crate) fn remove_sub_cgroups(c: &Container) {
+    if c.systemd() {
+        return;
+    }
+    let Ok(config) = c.spec() else { return };
+    fn below(dir: &Path) {
+        for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                below(&e.path());
+                let _ = fs::remove_dir(e.path());
+            }
+        }
+    }
+    for dir in dirs_in_every_hierarchy(&config.cgroup_path) {
+        below(&dir);
+    }
+}
+
 /// Where a cgroup's directories are, for the host's layout as libcgroups
 /// detects it (`get_cgroup_setup`): v1's under one controller's mount, v2's
 /// under the cgroup2 mount (`unified/` on a hybrid host).
@@ -252,16 +296,50 @@ pub(crate) fn kill_cgroup_now(
         .map_err(|e| RuntimeError::cgroup(format!("kill {id}: thaw"), e))
 }
 
-/// The cgroup libcontainer makes for a container of `bundle`.
-pub(crate) fn bundle_cgroup_path(id: &str, bundle: &Bundle) -> PathBuf {
-    libcontainer::utils::get_cgroup_path(
-        &bundle
-            .spec
-            .linux()
-            .as_ref()
-            .and_then(|l| l.cgroups_path().clone()),
-        id,
-    )
+/// The spec's `linux.cgroupsPath`.
+pub(crate) fn spec_cgroup_path(spec: &libcontainer::oci_spec::runtime::Spec) -> Option<PathBuf> {
+    spec.linux().as_ref().and_then(|l| l.cgroups_path().clone())
+}
+
+/// runc's cgroup for a container whose spec names none: the id, at the
+/// top of each hierarchy (libcontainer's own default is the literal
+/// `:youki:<id>`). `create` shows libcontainer this path (a config view).
+pub(crate) fn default_cgroup_path(id: &str) -> PathBuf {
+    Path::new("/").join(id)
+}
+
+/// The cgroup libcontainer makes for a container of `bundle` created by
+/// root (`create` gives one without `cgroupsPath` the default above,
+/// except under systemd, where libcontainer's name stays).
+pub(crate) fn bundle_cgroup_path(id: &str, bundle: &Bundle, systemd: bool) -> PathBuf {
+    match spec_cgroup_path(&bundle.spec) {
+        Some(p) => p,
+        None if systemd => libcontainer::utils::get_cgroup_path(&None, id),
+        None => default_cgroup_path(id),
+    }
+}
+
+/// Stops: a container given the default cgroup joining one that holds
+/// another's processes (a runc container of the same id, or a runsbx one
+/// under another --root), which its delete and kill --all would then kill.
+/// An empty one (left by a killed create) is taken over.
+pub(crate) fn check_default_cgroup_free(id: &str) -> Result<()> {
+    let path = default_cgroup_path(id);
+    for dir in dirs_in_every_hierarchy(&path) {
+        if !libcgroups::common::get_all_pids(&dir)
+            .unwrap_or_default()
+            .is_empty()
+        {
+            return Err(RuntimeError::Cgroup {
+                context: format!("create {id}"),
+                err: format!(
+                    "cgroup {} already holds processes (another container of this id?)",
+                    dir.display()
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// SIGKILLs whatever is in the cgroup at `path` and removes it, reaping

@@ -256,6 +256,13 @@ pub struct Exec {
     /// Accepted for runc compatibility: the pidfd is sent when given.
     #[arg(long, value_name = "SOCKET")]
     pub pidfd_socket: Option<PathBuf>,
+    /// Allow exec into a paused container (the process is frozen until resume).
+    #[arg(long)]
+    pub ignore_paused: bool,
+    /// Run the process in an existing sub-cgroup of the container's cgroup:
+    /// PATH, or CONTROLLER[,CONTROLLER]:PATH (repeatable).
+    #[arg(long, value_name = "[CONTROLLER:]PATH")]
+    pub cgroup: Vec<String>,
     pub id: String,
     /// Command and arguments (when no --process is given).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]

@@ -160,7 +160,8 @@ impl Runtime {
     }
 
     /// Root, a user namespace: the read-only binds the container's root
-    /// could not make itself, made by runsbx (see prebind.rs). The view
+    /// could not make itself, made by runsbx (see prebind.rs). Root, a
+    /// cgroup and no `cgroupsPath`: runc's cgroup name, the id. The view
     /// returned is held until libcontainer has read the config and forked.
     fn prebind(&self, id: &str, plan: &Plan) -> Result<Option<crate::rootless::ConfigView>> {
         let bundle = &plan.bundle;
@@ -168,12 +169,26 @@ impl Runtime {
             true => Vec::new(),
             false => crate::prebind::plan(&bundle.spec, &bundle.dir),
         };
-        let Some(owner) = crate::prebind::container_root(&bundle.spec) else {
-            return Ok(None);
-        };
-        if binds.is_empty() {
-            return Ok(None);
+        let owner = crate::prebind::container_root(&bundle.spec).filter(|_| !binds.is_empty());
+        let named = !plan.rootless
+            && !plan.cgroup_free
+            && !self.systemd_cgroup
+            && crate::cgroup::spec_cgroup_path(&bundle.spec).is_none();
+        if named {
+            crate::cgroup::check_default_cgroup_free(id)?;
         }
+        let Some(owner) = owner else {
+            if !named {
+                return Ok(None);
+            }
+            super::private_mount_namespace()?;
+            return Ok(Some(crate::rootless::ConfigView::over(
+                &bundle.dir,
+                &with_default_cgroup(bundle.raw.clone(), id),
+                &self.root,
+                id,
+            )?));
+        };
         crate::prebind::apply(&bundle.rootfs(), &binds, owner)?;
         for b in &binds {
             tracing::debug!(
@@ -185,9 +200,14 @@ impl Runtime {
                 owner.0
             );
         }
+        let raw = crate::prebind::without(&bundle.raw, &binds);
+        let raw = match named {
+            true => with_default_cgroup(raw, id),
+            false => raw,
+        };
         Ok(Some(crate::rootless::ConfigView::over(
             &bundle.dir,
-            &crate::prebind::without(&bundle.raw, &binds),
+            &raw,
             &self.root,
             id,
         )?))
@@ -230,7 +250,10 @@ impl Runtime {
                         &opts.id,
                         PathBuf::from(crate::delegation::shim_path(&opts.id)),
                     ),
-                    None => kill_cgroup_path(&opts.id, bundle_cgroup_path(&opts.id, &plan.bundle)),
+                    None => kill_cgroup_path(
+                        &opts.id,
+                        bundle_cgroup_path(&opts.id, &plan.bundle, self.systemd_cgroup),
+                    ),
                 }
                 Err(e)
             }
@@ -322,6 +345,14 @@ impl Runtime {
         let _ = fs::remove_dir_all(dir);
         tracing::debug!(id, "removed a partly created container");
     }
+}
+
+/// `raw` with runc's default cgroup path for `id` (see
+/// `cgroup::default_cgroup_path`), where it has none.
+fn with_default_cgroup(mut raw: serde_json::Value, id: &str) -> serde_json::Value {
+    let path = crate::cgroup::default_cgroup_path(id);
+    raw["linux"]["cgroupsPath"] = serde_json::Value::String(path.display().to_string());
+    raw
 }
 
 /// A libcontainer error with the detail its forked processes logged (see

@@ -153,6 +153,7 @@ impl Runtime {
             // Also when stopped: a dead init not yet reaped (its runsbx was
             // killed, the host's init reaps it later) still holds the cgroup.
             crate::cgroup::wait_empty(m);
+            crate::cgroup::remove_sub_cgroups(&c);
         }
         // A zombie the host's init has not reaped yet keeps a v1 cgroup busy
         // even when no pid is listed: retry the removal for a while.

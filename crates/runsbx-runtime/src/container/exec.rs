@@ -6,6 +6,7 @@ use nix::unistd::Pid;
 
 use super::sidecar::read_sidecar_strict;
 use super::{require, ExecOptions, Runtime};
+use crate::cgroup::spec_cgroup_path;
 use crate::error::{Result, RuntimeError};
 use crate::executor::SandboxExecutor;
 use crate::spec::Bundle;
@@ -14,11 +15,21 @@ impl Runtime {
     /// Starts a new process in a running container; returns its host PID.
     pub fn exec(&self, opts: ExecOptions) -> Result<Pid> {
         let c = self.load(&opts.id)?;
-        require(&c, "exec", "running", |s| s == ContainerStatus::Running)?;
+        match opts.ignore_paused {
+            true => require(&c, "exec", "running or paused", |s| {
+                matches!(s, ContainerStatus::Running | ContainerStatus::Paused)
+            })?,
+            false => require(&c, "exec", "running (paused: --ignore-paused)", |s| {
+                s == ContainerStatus::Running
+            })?,
+        }
         // Stops: a process exec'd into the container without the seccomp
         // filter and Landlock layers its init has, because runsbx.json went
         // missing or was damaged. Fail closed.
         let sidecar = read_sidecar_strict(&self.dir(&opts.id))?;
+        if let Some(sub) = &opts.sub_cgroup {
+            check_sub_cgroup(&c, &opts.id, sidecar.no_cgroup, sub)?;
+        }
         // libcontainer reads the bundle's config.json again for an exec.
         let _view = match crate::rootless::active() {
             true => {
@@ -31,7 +42,8 @@ impl Runtime {
                     &opts.id,
                 )?)
             }
-            false => None,
+            false if sidecar.no_cgroup => None,
+            false => self.pin_cgroup(&c, &opts.id)?,
         };
         if sidecar.no_cgroup && !crate::rootless::active() {
             // A container made without a cgroup (`needs_no_cgroup`):
@@ -76,7 +88,98 @@ impl Runtime {
             .with_additional_gids(opts.additional_gids.clone())
             .with_no_new_privs(opts.no_new_privs)
             .with_capabilities(opts.cap.clone())
+            .with_ignore_paused(opts.ignore_paused)
+            .with_sub_cgroup(opts.sub_cgroup.clone())
             .build()
             .map_err(lc)
     }
+
+    /// Stops: the process exec'd into a container made with runc's default
+    /// cgroup (no `cgroupsPath`, see `cgroup::default_cgroup_path`) joining
+    /// libcontainer's own default, `:youki:<id>`, a fresh cgroup outside
+    /// the container's that no limit, freeze, kill --all or delete reaches.
+    /// libcontainer reads config.json again for an exec: it is shown the
+    /// path create recorded, in a mount namespace of this process.
+    fn pin_cgroup(
+        &self,
+        c: &libcontainer::container::Container,
+        id: &str,
+    ) -> Result<Option<crate::rootless::ConfigView>> {
+        if c.systemd() {
+            return Ok(None);
+        }
+        let bundle = Bundle::load(c.bundle())?;
+        if spec_cgroup_path(&bundle.spec).is_some() {
+            return Ok(None);
+        }
+        let recorded = recorded_cgroup_path(c, id)?;
+        // A container made before runsbx named its cgroup.
+        if recorded == libcontainer::utils::get_cgroup_path(&None, id) {
+            return Ok(None);
+        }
+        super::private_mount_namespace()?;
+        let mut raw = bundle.raw.clone();
+        raw["linux"]["cgroupsPath"] = serde_json::Value::String(recorded.display().to_string());
+        crate::rootless::ConfigView::over(&bundle.dir, &raw, &self.root, id).map(Some)
+    }
+}
+
+/// The cgroup path libcontainer recorded at create (youki_config.json).
+fn recorded_cgroup_path(
+    c: &libcontainer::container::Container,
+    id: &str,
+) -> Result<std::path::PathBuf> {
+    c.spec()
+        .map(|config| config.cgroup_path)
+        .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))
+}
+
+/// `exec --cgroup`: libcontainer's intermediate process joins the cgroup
+/// (container's path + `sub`) before it forks the process, so the process
+/// never runs outside it. Checked here: a container that has a cgroup,
+/// a path libcontainer will read the same as create recorded, and a
+/// sub-cgroup that exists (libcgroups would otherwise make it, per
+/// controller, where no delete looks).
+fn check_sub_cgroup(
+    c: &libcontainer::container::Container,
+    id: &str,
+    no_cgroup: bool,
+    sub: &str,
+) -> Result<()> {
+    if no_cgroup || crate::rootless::active() {
+        return Err(crate::cgroup::no_cgroup(
+            id,
+            "run an exec'd process in a sub-cgroup",
+        ));
+    }
+    let bad = |err: String| RuntimeError::Cgroup {
+        context: format!("exec --cgroup {sub:?}"),
+        err,
+    };
+    if c.systemd() {
+        return Err(bad("not supported with --systemd-cgroup".into()));
+    }
+    // Stops: `..` reaching here by another caller than the CLI's parser.
+    if sub.split('/').any(|p| p == ".." || p.is_empty()) || sub.starts_with('/') {
+        return Err(bad(
+            "must be a relative path inside the container's cgroup".into()
+        ));
+    }
+    let recorded = recorded_cgroup_path(c, id)?;
+    // libcontainer joins the path config.json names now (or, without one,
+    // the recorded one: `pin_cgroup`).
+    let bundle = Bundle::load(c.bundle())?;
+    if spec_cgroup_path(&bundle.spec).is_some_and(|p| p != recorded) {
+        return Err(bad(format!(
+            "config.json's cgroupsPath is no longer the container's ({})",
+            recorded.display()
+        )));
+    }
+    if !crate::cgroup::sub_cgroup_exists(&recorded, sub) {
+        return Err(bad(format!(
+            "no such cgroup under the container's ({})",
+            recorded.display()
+        )));
+    }
+    Ok(())
 }

@@ -117,6 +117,16 @@ impl Runtime {
     }
 }
 
+/// Moves this process into a mount namespace of its own (a slave of the
+/// host's), where a config view (rootless::ConfigView) is seen by it alone.
+fn private_mount_namespace() -> Result<()> {
+    use nix::mount::{mount, MsFlags};
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)
+        .map_err(|e| RuntimeError::sys("unshare mount namespace", e))?;
+    mount::<str, str, str, str>(None, "/", None, MsFlags::MS_REC | MsFlags::MS_SLAVE, None)
+        .map_err(|e| RuntimeError::sys("make / a slave mount", e))
+}
+
 /// Longest accepted container id (a file name, so at most NAME_MAX, minus
 /// room for the temporary report FIFO's prefix and suffix).
 const MAX_ID_LEN: usize = 200;
@@ -172,6 +182,11 @@ pub struct ExecOptions {
     pub preserve_fds: i32,
     pub no_new_privs: bool,
     pub cap: Vec<String>,
+    /// Exec into a paused container too (runc's `--ignore-paused`).
+    pub ignore_paused: bool,
+    /// A sub-cgroup of the container's to run the process in, relative,
+    /// without `..` (runc's `--cgroup`).
+    pub sub_cgroup: Option<String>,
 }
 
 /// A container as its creating process holds it (`Runtime::create_owned`).

@@ -52,6 +52,7 @@ pub fn run(ctx: &Ctx, a: Exec) -> Result<u8> {
         bail!("--tty needs --console-socket: runsbx does not relay a pty itself yet");
     }
     let user = a.user.as_deref().map(parse_user).transpose()?;
+    let sub_cgroup = parse_sub_cgroup(&a.cgroup)?;
     let detach = a.detach;
     let pidfd_socket = a.pidfd_socket.clone();
     let id = a.id.clone();
@@ -70,6 +71,8 @@ pub fn run(ctx: &Ctx, a: Exec) -> Result<u8> {
         preserve_fds: a.preserve_fds,
         no_new_privs: a.no_new_privs,
         cap: a.cap,
+        ignore_paused: a.ignore_paused,
+        sub_cgroup,
     };
     let pid = ctx.rt.exec(opts)?;
     if let Some(sock) = &pidfd_socket {
@@ -99,9 +102,80 @@ pub fn parse_user(s: &str) -> Result<(u32, Option<u32>)> {
     }
 }
 
+/// `--cgroup` as runc parses it (`PATH` alone, or `CONTROLLER[,...]:PATH`
+/// once per controller), reduced to the one path libcontainer takes for
+/// every controller; `None` is the container's own cgroup.
+pub fn parse_sub_cgroup(args: &[String]) -> Result<Option<String>> {
+    let mut path: Option<&str> = None;
+    let mut controllers: Vec<&str> = Vec::new();
+    for arg in args {
+        let p = match arg.split_once(':') {
+            None if args.len() > 1 => {
+                bail!("--cgroup {arg:?}: needs a CONTROLLER: prefix when --cgroup is repeated")
+            }
+            None => arg.as_str(),
+            Some((_, p)) if p.contains(':') => {
+                bail!("--cgroup {arg:?}: expected [CONTROLLER:]PATH")
+            }
+            Some((ctrls, p)) => {
+                for c in ctrls.split(',') {
+                    if c.is_empty() {
+                        bail!("--cgroup {arg:?}: empty controller name");
+                    }
+                    if controllers.contains(&c) {
+                        bail!("--cgroup: controller {c} given more than once");
+                    }
+                    controllers.push(c);
+                }
+                p
+            }
+        };
+        // Stops: an exec'd process placed in a cgroup outside the
+        // container's (`..` climbing out of it), where the container's
+        // limits, freeze and kill --all would not reach it.
+        if p.split('/').any(|c| c == "..") {
+            bail!("--cgroup {arg:?}: `..` would leave the container's cgroup");
+        }
+        let p = p.trim_matches('/');
+        match path {
+            Some(q) if q != p => bail!(
+                "--cgroup: runsbx runs the process in one sub-cgroup for every controller; \
+                 got {q:?} and {p:?}"
+            ),
+            _ => path = Some(p),
+        }
+    }
+    Ok(path.filter(|p| !p.is_empty()).map(str::to_string))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sub_cgroups() {
+        let v = |a: &[&str]| parse_sub_cgroup(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(v(&[]).unwrap(), None);
+        assert_eq!(v(&["/"]).unwrap(), None);
+        assert_eq!(v(&["/sub/x"]).unwrap().as_deref(), Some("sub/x"));
+        assert_eq!(v(&["sub"]).unwrap().as_deref(), Some("sub"));
+        assert_eq!(
+            v(&["cpu,memory:/sub", "pids:sub/"]).unwrap().as_deref(),
+            Some("sub")
+        );
+        for bad in [
+            &["../x"][..],
+            &["a/../../x"],
+            &["cpu:.."],
+            &["a", "b"],
+            &["cpu:/a", "pids:/b"],
+            &["cpu:/a", "cpu:/a"],
+            &[",cpu:/a"],
+            &["cpu:/a:b"],
+        ] {
+            assert!(v(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn users() {
