@@ -47,8 +47,11 @@ impl ConfigView {
     ) -> Result<Self> {
         let copy = state_root.join(format!(".{id}.{}.config.json", std::process::id()));
         let text = serde_json::to_vec(raw).map_err(|e| RuntimeError::Spec(e.to_string()))?;
-        fs::write(&copy, text)
-            .map_err(|e| RuntimeError::io(format!("write {}", copy.display()), e))?;
+        if let Err(e) = fs::write(&copy, text) {
+            // A full state root fails the write after the file exists.
+            let _ = fs::remove_file(&copy);
+            return Err(RuntimeError::io(format!("write {}", copy.display()), e));
+        }
         let target = bundle_dir.join("config.json");
         let view = Self { target, copy };
         mount::<Path, Path, str, str>(Some(&view.copy), &view.target, None, MsFlags::MS_BIND, None)
