@@ -420,13 +420,7 @@ impl Drop for Mount {
 #[test]
 fn a_private_workdir_deeper_than_a_path_is_removed() {
     let env = Env::new();
-    let tmp = env.tmp.path().join("tmpdir");
-    fs::create_dir_all(&tmp).unwrap();
-    for dir in [env.tmp.path(), tmp.as_path()] {
-        let mut p = fs::metadata(dir).unwrap().permissions();
-        std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
-        fs::set_permissions(dir, p).unwrap();
-    }
+    let tmp = env.traversable_tmpdir();
     let code = "import os\nfor _ in range(3000):\n    os.mkdir('d'); os.chdir('d')\n\
                 open('f', 'w').write('x')\nprint('deep')";
     let out = env

@@ -296,13 +296,7 @@ fn bad_input_is_refused_with_one_line() {
 #[test]
 fn nothing_is_left_in_tmpdir() {
     let env = Env::new();
-    let tmp = env.tmp.path().join("tmpdir");
-    fs::create_dir_all(&tmp).unwrap();
-    for dir in [env.tmp.path(), tmp.as_path()] {
-        let mut p = fs::metadata(dir).unwrap().permissions();
-        std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
-        fs::set_permissions(dir, p).unwrap();
-    }
+    let tmp = env.traversable_tmpdir();
     let out = env
         .cmd()
         .env("TMPDIR", &tmp)

@@ -176,6 +176,19 @@ impl Env {
         }
     }
 
+    /// A TMPDIR for runsbx under this env's temp dir, both traversable by
+    /// the sandbox's nobody, so a test can see what a run leaves there.
+    pub fn traversable_tmpdir(&self) -> PathBuf {
+        let tmp = self.tmp.path().join("tmpdir");
+        fs::create_dir_all(&tmp).unwrap();
+        for dir in [self.tmp.path(), tmp.as_path()] {
+            let mut p = fs::metadata(dir).unwrap().permissions();
+            std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
+            fs::set_permissions(dir, p).unwrap();
+        }
+        tmp
+    }
+
     /// A directory the workload of a root-invoked sandbox (host nobody) can
     /// write, under a temp dir it can traverse. The same dir on every call.
     pub fn nobody_workdir(&self) -> PathBuf {
