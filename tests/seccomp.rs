@@ -12,6 +12,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::process::Output;
 
 use common::*;
@@ -725,23 +726,88 @@ fn workload_runs_in_filter_mode_with_no_new_privs() {
     env.ok(&["delete", "--force", &id]);
 }
 
-/// runsbx sets no_new_privs whenever it loads a profile, also when
-/// `process.noNewPrivileges` is false (the container has no CAP_SYS_ADMIN to
-/// load a filter without it). The probe reads its own status.
+/// `process.noNewPrivileges: false` with a profile is honoured as runc
+/// honours it: the filter is loaded, no_new_privs stays off, and the
+/// capability sets are the spec's (init's CAP_SYS_ADMIN, kept to load the
+/// filter, is gone). The probe reads its own status, under both runtimes.
 #[test]
-fn no_new_privs_is_set_with_a_profile_even_when_the_spec_does_not_ask() {
+fn no_new_privs_false_with_a_profile_is_honoured_like_runc() {
     let env = Env::new();
     let _cleanup = Cleanup(&env);
     let mut b = bundle_with_profile(&env, "b", &kill_profile());
     b.config["process"]["noNewPrivileges"] = json!(false);
     b.config["process"]["args"] = json!(["/probe", "ids"]);
+    b.config["process"]["capabilities"] = json!({
+        "bounding": ["CAP_KILL", "CAP_NET_BIND_SERVICE", "CAP_AUDIT_WRITE"],
+        "effective": ["CAP_KILL", "CAP_NET_BIND_SERVICE", "CAP_AUDIT_WRITE"],
+        "permitted": ["CAP_KILL", "CAP_NET_BIND_SERVICE", "CAP_AUDIT_WRITE"],
+    });
     b.save();
-    let out = env.run(&["run", "--bundle", b.path(), &unique_id("nnp")]);
-    assert!(out.status.success(), "{}", stderr_of(&out));
-    let ids = &probe_lines(&out.stdout)[0]["data"];
-    assert_eq!(ids["Seccomp"], "2", "{ids}");
-    assert_eq!(ids["NoNewPrivs"], "1", "{ids}");
-    assert_eq!(ids["no_new_privs"], 1, "{ids}");
+    let mut seen = Vec::new();
+    for rt in [Runtime::Runsbx, Runtime::Runc] {
+        let out = run_container(&env, rt, &b);
+        assert!(out.status.success(), "{rt:?}: {}", stderr_of(&out));
+        let ids = probe_lines(&out.stdout)[0]["data"].clone();
+        assert_eq!(ids["Seccomp"], "2", "{rt:?}: {ids}");
+        assert_eq!(ids["NoNewPrivs"], "0", "{rt:?}: {ids}");
+        seen.push(ids);
+    }
+    for key in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        assert_eq!(seen[0][key], seen[1][key], "{key}: runsbx vs runc");
+    }
+    // CAP_SYS_ADMIN is bit 21.
+    assert_eq!(seen[0]["CapEff"], "0000000020000420", "{}", seen[0]);
+}
+
+/// What no_new_privs off is for: a setuid-root program run by uid 1000
+/// becomes euid 0 under a profile (podman's containers: `sudo`, `ping`),
+/// as under runc; with noNewPrivileges true it stays uid 1000.
+#[test]
+fn a_setuid_program_gains_its_owner_only_without_no_new_privs() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    let mut b = bundle_with_profile(&env, "b", &kill_profile());
+    let probe = b.dir.join("rootfs/probe");
+    std::os::unix::fs::chown(&probe, Some(0), Some(0)).unwrap();
+    fs::set_permissions(&probe, fs::Permissions::from_mode(0o4755)).unwrap();
+    b.config["process"]["args"] = json!(["/probe", "ids"]);
+    b.config["process"]["user"] = json!({ "uid": 1000, "gid": 1000 });
+    for (nnp, euid) in [(false, 0), (true, 1000)] {
+        b.config["process"]["noNewPrivileges"] = json!(nnp);
+        b.save();
+        for rt in [Runtime::Runsbx, Runtime::Runc] {
+            let out = run_container(&env, rt, &b);
+            assert!(out.status.success(), "{rt:?}: {}", stderr_of(&out));
+            let line = &probe_lines(&out.stdout)[0];
+            // getresuid: real, effective, saved.
+            assert_eq!(
+                line["data"]["uid"][1], euid,
+                "{rt:?}, noNewPrivileges {nnp}: {line}"
+            );
+            assert_eq!(line["data"]["Seccomp"], "2", "{rt:?}: {line}");
+        }
+    }
+}
+
+/// Loaded without no_new_privs, the filter is followed by the capset that
+/// gives back CAP_SYS_ADMIN: a profile that refuses capset fails the start
+/// with one line naming the layer (runc's order needs capset as well).
+#[test]
+fn a_profile_refusing_capset_without_no_new_privs_fails_closed() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    let profile = json!({
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "syscalls": [ { "names": ["capset"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1 } ]
+    });
+    let mut b = bundle_with_profile(&env, "b", &profile);
+    b.config["process"]["noNewPrivileges"] = json!(false);
+    b.config["process"]["args"] = json!(["/probe", "ids"]);
+    b.save();
+    let out = env.run(&["run", "--bundle", b.path(), &unique_id("capset")]);
+    assert_one_line_error(&out, "seccomp: dropping the CAP_SYS_ADMIN kept");
+    assert!(out.stdout.is_empty(), "the workload ran: {:?}", out.stdout);
+    assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
 }
 
 // ---- Profiles runsbx must refuse ----

@@ -21,6 +21,7 @@ pub fn ids() -> Res {
     let (mut r, mut e, mut s) = (0, 0, 0);
     // SAFETY: valid out pointers.
     unsafe { libc::getresuid(&mut r, &mut e, &mut s) };
+    let euid = e;
     let uid = Json::Arr(vec![
         Json::Int(r.into()),
         Json::Int(e.into()),
@@ -97,7 +98,7 @@ pub fn ids() -> Res {
         "Seccomp",
         "Seccomp_filters",
     ]));
-    Ok(Outcome::ok(0, format!("euid {e}")).with_data(Json::Obj(fields)))
+    Ok(Outcome::ok(0, format!("euid {euid}")).with_data(Json::Obj(fields)))
 }
 
 pub fn pid() -> Res {

@@ -8,10 +8,12 @@
 //!    Landlock needs nothing from the rest of init afterwards (init only waits
 //!    on the already-open notify socket), and applying it here means a policy
 //!    the kernel cannot honour stops `create`, before anything is started.
-//! 2. `exec` (after `start`): set no_new_privs if a seccomp filter must be
-//!    loaded without CAP_SYS_ADMIN, load the filter, execve. The filter comes
-//!    last so it need not allow any of init's own syscalls; it must allow the
-//!    execve itself.
+//! 2. `exec` (after `start`): set no_new_privs before loading a seccomp
+//!    filter, unless the process runs without it (nnp.rs: then init kept
+//!    CAP_SYS_ADMIN to load the filter, and drops it right after), load the
+//!    filter, execve. The filter comes last so it need not allow any of
+//!    init's own syscalls; it must allow the execve itself (and capset when
+//!    loaded without no_new_privs).
 //!
 //! An error in `exec` is written to the report channel (see `report.rs`)
 //! before init exits, so `start`/`run` print it instead of "exit 255".
@@ -51,6 +53,9 @@ pub struct SandboxExecutor {
     pub resolved: std::sync::OnceLock<(PathBuf, Vec<String>)>,
     /// Rootless: make init dumpable again (see `validate`).
     pub dumpable: bool,
+    /// Load the seccomp filter without no_new_privs, with the CAP_SYS_ADMIN
+    /// init was left (see nnp.rs), then drop it from these sets.
+    pub without_nnp: Option<crate::nnp::Kept>,
 }
 
 impl SandboxExecutor {
@@ -149,13 +154,15 @@ impl SandboxExecutor {
             .map_err(|_| "exec: process.args contains a NUL byte".to_string())?;
 
         if let Some(program) = &self.seccomp {
-            // seccomp(2) needs no_new_privs or CAP_SYS_ADMIN. libcontainer has
-            // already dropped capabilities; rather than load the filter
-            // earlier (before the drop, as runc does without NNP) and have it
-            // cover init's own set-up, runsbx sets NNP for any container with
-            // a seccomp profile. Setuid binaries inside then gain nothing.
-            nix::sys::prctl::set_no_new_privs()
-                .map_err(|e| format!("seccomp: setting no_new_privs: {e}"))?;
+            // seccomp(2) needs no_new_privs or CAP_SYS_ADMIN. Without
+            // `without_nnp` (a process that asks for no_new_privs, Landlock,
+            // an exec'd process) runsbx sets it here; with it, init kept
+            // CAP_SYS_ADMIN through libcontainer's capability drop for this
+            // one call (nnp.rs), so setuid programs inside work as under runc.
+            if self.without_nnp.is_none() {
+                nix::sys::prctl::set_no_new_privs()
+                    .map_err(|e| format!("seccomp: setting no_new_privs: {e}"))?;
+            }
             let mut program = std::borrow::Cow::Borrowed(program);
             if self.log_denials {
                 // Every non-allow answer goes to audit, with pid and syscall.
@@ -163,6 +170,14 @@ impl SandboxExecutor {
             }
             crate::sys::seccomp::load(&program)
                 .map_err(|e| format!("seccomp: loading the filter: {e}"))?;
+            if let Some(kept) = self.without_nnp {
+                kept.give_back().map_err(|e| {
+                    format!(
+                        "seccomp: dropping the CAP_SYS_ADMIN kept to load the filter without \
+                         no_new_privs: {e} (the profile must allow capset, as under runc)"
+                    )
+                })?;
+            }
         }
         let err = nix::unistd::execv(&cpath, &cargs).unwrap_err();
         Err(format!("exec {}: {}", path.display(), err.desc()))

@@ -23,6 +23,7 @@ pub mod jupyter;
 pub mod landlock;
 pub mod monitor;
 pub mod netns;
+pub mod nnp;
 pub mod pidns;
 pub mod prebind;
 pub mod premount;

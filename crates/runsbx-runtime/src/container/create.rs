@@ -28,6 +28,9 @@ struct Plan {
     parent: Option<OwnedFd>,
     /// Made without a cgroup (`needs_no_cgroup`).
     cgroup_free: bool,
+    /// seccomp loaded without no_new_privs (nnp.rs); the sets init keeps
+    /// CAP_SYS_ADMIN in are known once libcontainer's view is made.
+    without_nnp: Option<crate::nnp::Kept>,
     delegated: Option<&'static crate::delegation::Delegation>,
 }
 
@@ -45,19 +48,23 @@ impl Runtime {
         let _lock = self.claim_id(&opts.id, plan.delegated)?;
         let dir = self.dir(&opts.id);
         let _view = match plan.rootless {
-            true => Some(crate::rootless::ConfigView::bind(
-                &plan.bundle.dir,
-                &plan.bundle.raw,
-                &self.root,
-                &opts.id,
-            )?),
+            true => {
+                let raw = plan.bundle.raw.clone();
+                let raw = keep_admin(&mut plan, raw);
+                Some(crate::rootless::ConfigView::bind(
+                    &plan.bundle.dir,
+                    &raw,
+                    &self.root,
+                    &opts.id,
+                )?)
+            }
             false => None,
         };
         if plan.cgroup_free {
             crate::premount::without_cgroups()?;
             tracing::debug!("{}: needs no cgroup; running without one", opts.id);
         }
-        let _prebound = self.prebind(&opts.id, &plan)?;
+        let _prebound = self.prebind(&opts.id, &mut plan)?;
         let report = match opts.foreground {
             true => PendingReport::pipe()?,
             false => PendingReport::new(&self.root, &opts.id)?,
@@ -121,6 +128,12 @@ impl Runtime {
                 delegated,
             )?;
         }
+        let without_nnp = crate::nnp::seccomp_without_nnp(
+            &bundle.spec,
+            seccomp.is_some(),
+            !policy.landlock.is_empty(),
+        )
+        .then_some(crate::nnp::Kept::default());
         Ok(Plan {
             bundle,
             policy,
@@ -129,6 +142,7 @@ impl Runtime {
             parent,
             cgroup_free,
             delegated,
+            without_nnp,
         })
     }
 
@@ -161,52 +175,50 @@ impl Runtime {
 
     /// Root, a user namespace: the read-only binds the container's root
     /// could not make itself, made by runsbx (see prebind.rs). Root, a
-    /// cgroup and no `cgroupsPath`: runc's cgroup name, the id. The view
-    /// returned is held until libcontainer has read the config and forked.
-    fn prebind(&self, id: &str, plan: &Plan) -> Result<Option<crate::rootless::ConfigView>> {
+    /// cgroup and no `cgroupsPath`: runc's cgroup name, the id. seccomp
+    /// without no_new_privs: CAP_SYS_ADMIN kept (nnp.rs). The view returned
+    /// is held until libcontainer has read the config and forked.
+    fn prebind(&self, id: &str, plan: &mut Plan) -> Result<Option<crate::rootless::ConfigView>> {
+        if plan.rootless {
+            // The shim's view (create_owned) carries what rootless needs.
+            return Ok(None);
+        }
         let bundle = &plan.bundle;
-        let binds = match plan.rootless {
-            true => Vec::new(),
-            false => crate::prebind::plan(&bundle.spec, &bundle.dir),
-        };
+        let binds = crate::prebind::plan(&bundle.spec, &bundle.dir);
         let owner = crate::prebind::container_root(&bundle.spec).filter(|_| !binds.is_empty());
-        let named = !plan.rootless
-            && !plan.cgroup_free
+        let named = !plan.cgroup_free
             && !self.systemd_cgroup
             && crate::cgroup::spec_cgroup_path(&bundle.spec).is_none();
         if named {
             crate::cgroup::check_default_cgroup_free(id)?;
         }
-        let Some(owner) = owner else {
-            if !named {
-                return Ok(None);
-            }
-            super::private_mount_namespace()?;
-            return Ok(Some(crate::rootless::ConfigView::over(
-                &bundle.dir,
-                &with_default_cgroup(bundle.raw.clone(), id),
-                &self.root,
-                id,
-            )?));
-        };
-        crate::prebind::apply(&bundle.rootfs(), &binds, owner)?;
-        for b in &binds {
-            tracing::debug!(
-                "{}: mounts[{}] ({} on {}): bound by runsbx, out of reach of uid {}",
-                id,
-                b.index,
-                b.source.display(),
-                b.destination.display(),
-                owner.0
-            );
+        if owner.is_none() && !named && plan.without_nnp.is_none() {
+            return Ok(None);
         }
-        let raw = crate::prebind::without(&bundle.raw, &binds);
-        let raw = match named {
-            true => with_default_cgroup(raw, id),
-            false => raw,
-        };
+        let mut raw = bundle.raw.clone();
+        match owner {
+            Some(owner) => {
+                crate::prebind::apply(&bundle.rootfs(), &binds, owner)?;
+                for b in &binds {
+                    tracing::debug!(
+                        "{}: mounts[{}] ({} on {}): bound by runsbx, out of reach of uid {}",
+                        id,
+                        b.index,
+                        b.source.display(),
+                        b.destination.display(),
+                        owner.0
+                    );
+                }
+                raw = crate::prebind::without(&raw, &binds);
+            }
+            None => super::private_mount_namespace()?,
+        }
+        if named {
+            raw = with_default_cgroup(raw, id);
+        }
+        let raw = keep_admin(plan, raw);
         Ok(Some(crate::rootless::ConfigView::over(
-            &bundle.dir,
+            &plan.bundle.dir,
             &raw,
             &self.root,
             id,
@@ -228,6 +240,7 @@ impl Runtime {
             parent_pidfd: plan.parent.as_ref().map(std::os::fd::AsRawFd::as_raw_fd),
             log_denials: opts.log_denials,
             dumpable: plan.rootless,
+            without_nnp: plan.without_nnp,
             ..SandboxExecutor::new(plan.seccomp.take(), plan.policy.landlock.clone())
         };
         // libcontainer brings init's errors back as their first line only
@@ -345,6 +358,15 @@ impl Runtime {
         let _ = fs::remove_dir_all(dir);
         tracing::debug!(id, "removed a partly created container");
     }
+}
+
+/// `raw` as libcontainer must see it for a filter loaded without
+/// no_new_privs (nnp.rs); records in `plan` what init keeps.
+fn keep_admin(plan: &mut Plan, mut raw: serde_json::Value) -> serde_json::Value {
+    if plan.without_nnp.is_some() {
+        plan.without_nnp = Some(crate::nnp::keep_admin(&mut raw));
+    }
+    raw
 }
 
 /// `raw` with runc's default cgroup path for `id` (see

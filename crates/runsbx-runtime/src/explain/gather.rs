@@ -101,7 +101,8 @@ pub fn explain(v: &Validated, executable: Executable, host: &Host) -> Explanatio
     let nnp_spec = process.no_new_privileges().unwrap_or(false);
     let no_new_privs = NoNewPrivs {
         spec: nnp_spec,
-        effective: nnp_spec || v.policy.seccomp.is_some() || !v.policy.landlock.is_empty(),
+        // nnp.rs: seccomp alone no longer needs it; Landlock does.
+        effective: nnp_spec || !v.policy.landlock.is_empty(),
     };
 
     let layers = &v.policy.landlock;

@@ -108,7 +108,7 @@ pub struct Capabilities {
 pub struct NoNewPrivs {
     /// `process.noNewPrivileges`.
     pub spec: bool,
-    /// What the workload gets: runsbx sets it whenever seccomp or Landlock apply.
+    /// What the workload gets: runsbx also sets it whenever Landlock applies.
     pub effective: bool,
 }
 

@@ -104,7 +104,7 @@ impl Explanation {
             "no_new_privs: {}{}",
             if nnp.effective { "set" } else { "not set" },
             if nnp.effective && !nnp.spec {
-                " (by runsbx, because seccomp or Landlock applies)"
+                " (by runsbx, because Landlock applies)"
             } else {
                 ""
             }
