@@ -789,6 +789,51 @@ fn a_setuid_program_gains_its_owner_only_without_no_new_privs() {
     }
 }
 
+/// A process added by `exec` follows the same rule as init: its process
+/// file's (or the container's) `noNewPrivileges`, `--no-new-privs` on top.
+#[test]
+fn exec_honours_no_new_privs_false_with_a_profile() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    let mut b = bundle_with_profile(&env, "b", &kill_profile());
+    b.config["process"]["noNewPrivileges"] = json!(false);
+    b.config["process"]["args"] = json!(["sleep", "1000"]);
+    b.save();
+    let id = unique_id("nnp-exec");
+    env.ok(&["run", "--detach", "--bundle", b.path(), &id]);
+    let nnp_of = |args: &[&str]| {
+        let mut argv = vec!["exec"];
+        argv.extend(args);
+        let out = env.run(&argv);
+        assert!(out.status.success(), "exec {args:?}: {}", stderr_of(&out));
+        let ids = &probe_lines(&out.stdout)[0]["data"];
+        assert_eq!(ids["Seccomp"], "2", "exec {args:?}: {ids}");
+        assert_eq!(ids["CapEff"], "0000000000000000", "exec {args:?}: {ids}");
+        ids["NoNewPrivs"].as_str().unwrap().to_string()
+    };
+    let file = |nnp: bool| {
+        let path = env.tmp.path().join(format!("process-{nnp}.json"));
+        let process = json!({
+            "args": ["/probe", "ids"], "cwd": "/", "env": ["PATH=/bin"],
+            "user": { "uid": 0, "gid": 0 }, "noNewPrivileges": nnp,
+            "capabilities": { "bounding": [], "effective": [], "permitted": [] },
+        });
+        fs::write(&path, process.to_string()).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    assert_eq!(nnp_of(&[&id, "/probe", "ids"]), "0");
+    assert_eq!(nnp_of(&["--no-new-privs", &id, "/probe", "ids"]), "1");
+    assert_eq!(nnp_of(&["--process", &file(false), &id]), "0");
+    assert_eq!(nnp_of(&["--process", &file(true), &id]), "1");
+    let left: Vec<_> = fs::read_dir(env.root.join(&id))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("process.json"))
+        .collect();
+    assert!(left.is_empty(), "process file copies left: {left:?}");
+    env.ok(&["delete", "--force", &id]);
+}
+
 /// Loaded without no_new_privs, the filter is followed by the capset that
 /// gives back CAP_SYS_ADMIN: a profile that refuses capset fails the start
 /// with one line naming the layer (runc's order needs capset as well).

@@ -155,8 +155,8 @@ impl SandboxExecutor {
 
         if let Some(program) = &self.seccomp {
             // seccomp(2) needs no_new_privs or CAP_SYS_ADMIN. Without
-            // `without_nnp` (a process that asks for no_new_privs, Landlock,
-            // an exec'd process) runsbx sets it here; with it, init kept
+            // `without_nnp` (a process that asks for no_new_privs, or
+            // Landlock) runsbx sets it here; with it, init kept
             // CAP_SYS_ADMIN through libcontainer's capability drop for this
             // one call (nnp.rs), so setuid programs inside work as under runc.
             if self.without_nnp.is_none() {

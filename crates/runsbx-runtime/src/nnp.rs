@@ -18,7 +18,8 @@
 //!
 //! no_new_privs stays forced wherever runsbx itself adds a layer that needs
 //! it: any Landlock policy (the bundle's or the operator default) and
-//! `runsbx sandbox`'s bundles, which ask for it.
+//! `runsbx sandbox`'s bundles, which ask for it. `exec` applies the same rule
+//! to the process it adds (its process file gets the same treatment).
 
 use libcontainer::oci_spec::runtime::Spec;
 use serde_json::Value;

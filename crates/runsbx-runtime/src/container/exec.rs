@@ -30,32 +30,73 @@ impl Runtime {
         if let Some(sub) = &opts.sub_cgroup {
             check_sub_cgroup(&c, &opts.id, sidecar.no_cgroup, sub)?;
         }
+        let seccomp = sidecar.policy.compile_seccomp()?;
         // libcontainer reads the bundle's config.json again for an exec.
-        let _view = match crate::rootless::active() {
-            true => {
-                let bundle = Bundle::load(c.bundle())?;
-                crate::rootless::check_exec_user(&bundle.spec, opts.user)?;
-                Some(crate::rootless::ConfigView::bind(
+        let bundle = Bundle::load(c.bundle())?;
+        let rootless = crate::rootless::active();
+        if rootless {
+            crate::rootless::check_exec_user(&bundle.spec, opts.user)?;
+        }
+        let without_nnp = seccomp.is_some()
+            && sidecar.policy.landlock.is_empty()
+            && !opts.no_new_privs
+            && !asks_no_new_privs(&opts, &bundle)?;
+        // The process file libcontainer reads, and what init keeps for a
+        // filter loaded without no_new_privs (nnp.rs).
+        let (process, kept) = match (&opts.process, without_nnp) {
+            (Some(path), true) => {
+                let (view, kept) = ProcessView::keeping_admin(path, &self.dir(&opts.id))?;
+                (Some(view), Some(kept))
+            }
+            _ => (None, None),
+        };
+        let mut shown = match rootless || sidecar.no_cgroup {
+            true => None,
+            false => self.pinned_cgroup(&c, &opts.id, &bundle)?.map(|path| {
+                let mut raw = bundle.raw.clone();
+                raw["linux"]["cgroupsPath"] = serde_json::Value::String(path.display().to_string());
+                raw
+            }),
+        };
+        let kept = match (kept, without_nnp && opts.process.is_none()) {
+            (Some(k), _) => Some(k),
+            (None, true) => {
+                let mut raw = shown.take().unwrap_or_else(|| bundle.raw.clone());
+                let k = crate::nnp::keep_admin(&mut raw);
+                shown = Some(raw);
+                Some(k)
+            }
+            (None, false) => None,
+        };
+        let _view = match (rootless, shown) {
+            (true, shown) => Some(crate::rootless::ConfigView::bind(
+                &bundle.dir,
+                shown.as_ref().unwrap_or(&bundle.raw),
+                &self.root,
+                &opts.id,
+            )?),
+            (false, Some(raw)) => {
+                super::private_mount_namespace()?;
+                Some(crate::rootless::ConfigView::over(
                     &bundle.dir,
-                    &bundle.raw,
+                    &raw,
                     &self.root,
                     &opts.id,
                 )?)
             }
-            false if sidecar.no_cgroup => None,
-            false => self.pin_cgroup(&c, &opts.id)?,
+            (false, None) => None,
         };
-        if sidecar.no_cgroup && !crate::rootless::active() {
+        if sidecar.no_cgroup && !rootless {
             // A container made without a cgroup (`needs_no_cgroup`):
             // libcontainer would make one at the default path for the
             // exec'd process alone, which no delete removes. It joins none,
             // like init.
             crate::premount::without_cgroups()?;
         }
-        let executor = SandboxExecutor::new(
-            sidecar.policy.compile_seccomp()?,
-            sidecar.policy.landlock.clone(),
-        );
+        let executor = SandboxExecutor {
+            without_nnp: kept,
+            ..SandboxExecutor::new(seccomp, sidecar.policy.landlock.clone())
+        };
         let context = format!("container {:?}", opts.id);
         let builder = self.builder(
             &opts.id,
@@ -79,7 +120,12 @@ impl Runtime {
         builder
             .as_tenant()
             .with_detach(opts.detach)
-            .with_process(opts.process.as_ref())
+            .with_process(
+                process
+                    .as_ref()
+                    .map(|p| p.path.as_path())
+                    .or(opts.process.as_deref()),
+            )
             .with_container_args(opts.args.clone())
             .with_env(env)
             .with_cwd(opts.cwd.as_ref())
@@ -98,18 +144,15 @@ impl Runtime {
     /// cgroup (no `cgroupsPath`, see `cgroup::default_cgroup_path`) joining
     /// libcontainer's own default, `:youki:<id>`, a fresh cgroup outside
     /// the container's that no limit, freeze, kill --all or delete reaches.
-    /// libcontainer reads config.json again for an exec: it is shown the
-    /// path create recorded, in a mount namespace of this process.
-    fn pin_cgroup(
+    /// libcontainer reads config.json again for an exec: it must be shown
+    /// the path create recorded, returned here.
+    fn pinned_cgroup(
         &self,
         c: &libcontainer::container::Container,
         id: &str,
-    ) -> Result<Option<crate::rootless::ConfigView>> {
-        if c.systemd() {
-            return Ok(None);
-        }
-        let bundle = Bundle::load(c.bundle())?;
-        if spec_cgroup_path(&bundle.spec).is_some() {
+        bundle: &Bundle,
+    ) -> Result<Option<std::path::PathBuf>> {
+        if c.systemd() || spec_cgroup_path(&bundle.spec).is_some() {
             return Ok(None);
         }
         let recorded = recorded_cgroup_path(c, id)?;
@@ -117,10 +160,60 @@ impl Runtime {
         if recorded == libcontainer::utils::get_cgroup_path(&None, id) {
             return Ok(None);
         }
-        super::private_mount_namespace()?;
-        let mut raw = bundle.raw.clone();
-        raw["linux"]["cgroupsPath"] = serde_json::Value::String(recorded.display().to_string());
-        crate::rootless::ConfigView::over(&bundle.dir, &raw, &self.root, id).map(Some)
+        Ok(Some(recorded))
+    }
+}
+
+/// Whether the exec'd process asks for no_new_privs: its process file's
+/// `noNewPrivileges`, else the container's (libcontainer's order).
+fn asks_no_new_privs(opts: &ExecOptions, bundle: &Bundle) -> Result<bool> {
+    let process = match &opts.process {
+        Some(path) => read_process(path)?,
+        None => {
+            return Ok(bundle
+                .spec
+                .process()
+                .as_ref()
+                .and_then(|p| p.no_new_privileges())
+                .unwrap_or(false))
+        }
+    };
+    Ok(process["noNewPrivileges"].as_bool().unwrap_or(false))
+}
+
+fn read_process(path: &std::path::Path) -> Result<serde_json::Value> {
+    let text =
+        std::fs::read(path).map_err(|e| RuntimeError::io(format!("read {}", path.display()), e))?;
+    serde_json::from_slice(&text).map_err(|e| RuntimeError::Bundle {
+        path: path.to_path_buf(),
+        reason: format!("--process: {e}"),
+    })
+}
+
+/// A copy of an exec's process file with CAP_SYS_ADMIN kept (nnp.rs), in
+/// the container's state dir; removed on drop.
+struct ProcessView {
+    path: std::path::PathBuf,
+}
+
+impl ProcessView {
+    fn keeping_admin(
+        from: &std::path::Path,
+        state_dir: &std::path::Path,
+    ) -> Result<(Self, crate::nnp::Kept)> {
+        let mut raw = serde_json::json!({ "process": read_process(from)? });
+        let kept = crate::nnp::keep_admin(&mut raw);
+        let path = state_dir.join(format!(".exec.{}.process.json", std::process::id()));
+        let view = Self { path };
+        std::fs::write(&view.path, raw["process"].to_string())
+            .map_err(|e| RuntimeError::io(format!("write {}", view.path.display()), e))?;
+        Ok((view, kept))
+    }
+}
+
+impl Drop for ProcessView {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 
