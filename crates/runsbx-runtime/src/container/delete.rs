@@ -19,14 +19,20 @@ impl Runtime {
     /// reaped init. Without a cgroup (nor an Intel RDT group) that is the
     /// poststop hooks and the state dir: init was PID 1 of its own pid
     /// namespace, which the kernel empties before init's exit can be reaped.
+    /// With one, that emptied cgroup is removed directly
+    /// (`cgroup::remove_if_empty`); a cgroup still holding processes (no
+    /// pid namespace of its own) takes the full delete, which kills them.
     pub fn delete_owned(&self, o: &Owned) -> Result<()> {
         if !self.still_owned(o) {
             return Ok(());
         }
-        if !o.cgroup_free || o.container.intel_rdt_dir().is_some() {
+        if o.container.intel_rdt_dir().is_some() {
             return self.delete(o.container.id(), true);
         }
-        Self::finish_delete(&o.container)
+        if o.cgroup_free || crate::cgroup::remove_if_empty(&o.container) {
+            return Self::finish_delete(&o.container);
+        }
+        self.delete(o.container.id(), true)
     }
 
     /// Deletes a container by one of four strategies: no state.json (a
@@ -57,6 +63,15 @@ impl Runtime {
         }
         let head = read_starttime(&dir);
         let no_cgroup = head.without_cgroup();
+        // The engines' usual delete: the workload has exited and its cgroup
+        // is empty. Anything still in it takes the full path below.
+        if !no_cgroup
+            && status == ContainerStatus::Stopped
+            && c.intel_rdt_dir().is_none()
+            && crate::cgroup::remove_if_empty(&c)
+        {
+            return Self::finish_delete(&c);
+        }
         if no_cgroup {
             Self::stop_init(&c, head.starttime)?;
             if c.intel_rdt_dir().is_none() {
