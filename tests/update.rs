@@ -1,5 +1,6 @@
-//! `update` and `events` on real containers: limits read back from the
-//! cgroup's own files, events parsed as runc's JSON.
+//! `update`, `events`, and the refusal of `checkpoint` and `restore`, on
+//! real containers: limits read back from the cgroup's own files, events
+//! parsed as runc's JSON.
 
 mod common;
 
@@ -274,4 +275,51 @@ fn events_stream_until_the_container_stops_with_oom() {
     assert!(lines.iter().all(|l| l["id"] == id.as_str()));
     assert_eq!(env.state(&id)["status"], "stopped");
     env.ok(&["delete", &id]);
+}
+
+/// podman probes `checkpoint --help`, then sends this argv: the refusal is
+/// one line and the container runs on untouched.
+#[test]
+fn checkpoint_and_restore_are_refused() {
+    let env = Env::new();
+    let _c = Cleanup(&env);
+    let (id, b, _) = sleeping(&env, "ckpt");
+    env.ok(&["checkpoint", "--help"]);
+    let img = env.tmp.path().join("checkpoint");
+    let img = img.to_str().unwrap();
+    let out = env.run(&[
+        "checkpoint",
+        "--image-path",
+        img,
+        "--work-path",
+        b.path(),
+        "--leave-running",
+        "--tcp-established",
+        "--file-locks",
+        &id,
+    ]);
+    assert_one_line_error(&out, "checkpoint and restore are not supported");
+    assert!(stderr_of(&out).contains("Landlock"));
+    assert_eq!(env.state(&id)["status"], "running");
+    assert!(!std::path::Path::new(img).exists());
+    let out = env.run(&[
+        "restore",
+        "--bundle",
+        b.path(),
+        "--image-path",
+        img,
+        "--work-path",
+        b.path(),
+        "--pid-file",
+        "/nonexistent/pid",
+        "--detach",
+        &id,
+    ]);
+    assert_one_line_error(&out, "restore refused");
+    let features: Value = serde_json::from_str(&env.ok(&["features"])).unwrap();
+    assert_eq!(
+        features["annotations"]["run.sbx.checkpoint.supported"],
+        "false"
+    );
+    env.ok(&["delete", "--force", &id]);
 }

@@ -84,6 +84,10 @@ pub enum Command {
     Update(Update),
     /// Print a container's resource usage and OOM kills as JSON events.
     Events(Events),
+    /// Refused: runsbx cannot checkpoint a container (see runsbx(1)).
+    Checkpoint(Checkpoint),
+    /// Refused: runsbx cannot restore a container (see runsbx(1)).
+    Restore(Restore),
     /// Print what this runtime supports, as runtime-spec features JSON.
     Features,
     /// Write a default config.json.
@@ -358,6 +362,73 @@ pub struct Events {
     /// Time between stats events (5s, 500ms, 1m).
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     pub interval: String,
+    pub id: String,
+}
+
+/// The CRIU flags runc's `checkpoint` and `restore` share. All of them are
+/// accepted, hidden, so that podman's and conmon's argv parses and the
+/// refusal, not a usage error, is what they see (commands/checkpoint.rs).
+#[derive(Debug, Args)]
+pub struct CriuFlags {
+    #[arg(long, hide = true)]
+    pub image_path: Option<PathBuf>,
+    #[arg(long, hide = true)]
+    pub work_path: Option<PathBuf>,
+    #[arg(long, hide = true)]
+    pub tcp_established: bool,
+    #[arg(long, hide = true)]
+    pub ext_unix_sk: bool,
+    #[arg(long, hide = true)]
+    pub shell_job: bool,
+    #[arg(long, hide = true)]
+    pub file_locks: bool,
+    #[arg(long, hide = true)]
+    pub manage_cgroups_mode: Option<String>,
+    #[arg(long, hide = true)]
+    pub empty_ns: Vec<String>,
+    #[arg(long, hide = true)]
+    pub auto_dedup: bool,
+    #[arg(long, hide = true)]
+    pub lazy_pages: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct Checkpoint {
+    #[command(flatten)]
+    pub criu: CriuFlags,
+    #[arg(long, hide = true)]
+    pub parent_path: Option<PathBuf>,
+    #[arg(long, hide = true)]
+    pub leave_running: bool,
+    #[arg(long, hide = true, allow_negative_numbers = true)]
+    pub status_fd: Option<i32>,
+    #[arg(long, hide = true)]
+    pub page_server: Option<String>,
+    #[arg(long, hide = true)]
+    pub pre_dump: bool,
+    pub id: String,
+}
+
+#[derive(Debug, Args)]
+pub struct Restore {
+    #[command(flatten)]
+    pub criu: CriuFlags,
+    #[arg(long, hide = true)]
+    pub console_socket: Option<PathBuf>,
+    #[arg(short, long, hide = true)]
+    pub bundle: Option<PathBuf>,
+    #[arg(short, long, hide = true)]
+    pub detach: bool,
+    #[arg(long, hide = true)]
+    pub pid_file: Option<PathBuf>,
+    #[arg(long, hide = true)]
+    pub no_subreaper: bool,
+    #[arg(long, hide = true)]
+    pub no_pivot: bool,
+    #[arg(long, hide = true)]
+    pub lsm_profile: Option<String>,
+    #[arg(long, hide = true)]
+    pub lsm_mount_context: Option<String>,
     pub id: String,
 }
 

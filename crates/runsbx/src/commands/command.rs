@@ -37,6 +37,8 @@ impl Command {
             Command::Resume(_) => "resume",
             Command::Update(_) => "update",
             Command::Events(_) => "events",
+            Command::Checkpoint(_) => "checkpoint",
+            Command::Restore(_) => "restore",
             Command::Features => "features",
             Command::Spec(_) => "spec",
             Command::Sandbox(_) => "sandbox",

@@ -2,6 +2,7 @@
 //! core and adds context; logic worth a unit test lives in the library crates.
 
 mod check;
+mod checkpoint;
 mod command;
 mod create;
 mod delete;
@@ -105,6 +106,8 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<u8> {
         Command::Resume(a) => pause::resume(ctx, &a.id).map(|_| 0),
         Command::Update(a) => update::run(ctx, a).map(|_| 0),
         Command::Events(a) => events::run(ctx, a).map(|_| 0),
+        Command::Checkpoint(a) => checkpoint::refuse("checkpoint", &a.id),
+        Command::Restore(a) => checkpoint::refuse("restore", &a.id),
         Command::Features => features::run().map(|_| 0),
         Command::Spec(a) => spec::run(a).map(|_| 0),
         Command::Sandbox(a) => sandbox::sandbox(ctx, a),
