@@ -28,8 +28,7 @@ impl Runtime {
         let old = match recorded_resources(&dir) {
             Ok(r) => r,
             // Made by a runsbx that did not record them: the bundle's.
-            Err(_) => Bundle::load(c.bundle())
-                .map_err(|e| RuntimeError::Spec(format!("update {id}: {e}")))?
+            Err(_) => Bundle::load(c.bundle())?
                 .spec
                 .linux()
                 .as_ref()
