@@ -157,6 +157,9 @@ fn unknown_container_on_every_command() {
         vec!["resume", "nope"],
         vec!["ps", "nope"],
         vec!["exec", "nope", "true"],
+        vec!["update", "--memory", "1M", "nope"],
+        vec!["events", "--stats", "nope"],
+        vec!["events", "nope"],
     ] {
         let out = env.run(&args);
         assert_one_line_error(&out, "\"nope\" does not exist");

@@ -23,6 +23,8 @@ const EXTRA_KEYS_OK: &[&str] = &[];
 // - `list --format json` with no containers: runsbx prints `[]`, runc `null`
 //   (Go's encoding of a nil slice). A consumer that iterates the array gets
 //   nothing from both; `[]` is what the runtime-spec state list should be.
+// - `events --stats`: runsbx prints no `cpuset` member (libcgroups does not
+//   read the cpuset files); every other member has runc's name and type.
 
 #[derive(Clone, Copy, Debug)]
 enum Runtime {
@@ -270,6 +272,63 @@ fn list_json_has_runcs_shape() {
     }
     eprintln!("list entry:\n  runsbx {}\n  runc   {}", lists[0], lists[1]);
     assert_same_shape("list --format json entry", &lists[0], &lists[1]);
+}
+
+/// The same `update` under both runtimes reads back the same limits in
+/// `events --stats`, whose JSON has runc's members (but `cpuset`, see the
+/// top of the file).
+#[test]
+fn update_then_events_stats_like_runc() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    let mut b = env.bundle("b", &["sleep", "1000"]);
+    b.config["linux"]["resources"] =
+        serde_json::json!({ "memory": { "limit": 104857600 }, "pids": { "limit": 64 } });
+    b.save();
+    let mut seen = Vec::new();
+    for rt in BOTH {
+        let id = unique_id("diff-upd");
+        rt.ok(&env, &["create", "--bundle", b.path(), &id]);
+        rt.ok(&env, &["start", &id]);
+        rt.ok(
+            &env,
+            &["update", "--memory", "200M", "--pids-limit", "10", &id],
+        );
+        let line = rt.ok(&env, &["events", "--stats", &id]);
+        assert_eq!(line.lines().count(), 1, "{rt:?}: {line}");
+        let e: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(e["type"], "stats", "{rt:?}");
+        assert_eq!(e["id"], id.as_str(), "{rt:?}");
+        let d = &e["data"];
+        assert_eq!(d["pids"]["limit"], 10, "{rt:?}: {d}");
+        assert_eq!(d["memory"]["usage"]["limit"], 200u64 << 20, "{rt:?}: {d}");
+        seen.push(d.clone());
+        rt.ok(&env, &["delete", "--force", &id]);
+    }
+    let (ours, mut runc) = (seen[0].clone(), seen[1].clone());
+    runc.as_object_mut().unwrap().remove("cpuset");
+    assert_same_shape("events --stats data", &ours, &runc);
+    for (what, path) in [
+        ("memory.usage", &["memory", "usage"][..]),
+        ("pids", &["pids"]),
+        ("cpu", &["cpu"]),
+    ] {
+        let at = |v: &Value| path.iter().fold(v.clone(), |v, k| v[*k].clone());
+        assert_same_shape(what, &at(&ours), &at(&runc));
+    }
+    let keys = |v: &Value| -> Vec<String> {
+        v["memory"]["raw"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    assert_eq!(
+        keys(&ours),
+        keys(&runc),
+        "memory.raw: memory.stat's counters"
+    );
 }
 
 /// A busybox bundle of runc's default shape with sysfs and the probe: the

@@ -467,6 +467,61 @@ fn podman_detached_exec_pause_stop_rm() {
     p.assert_clean(&ids);
 }
 
+/// `podman update` (a linux.resources file given to `update --resources`)
+/// changes the limits of a running container the same under both
+/// runtimes, read back from the container's own cgroup files (v1, as on
+/// the CI hosts).
+#[test]
+fn podman_update_changes_the_limits_like_runc() {
+    let p = Podman::new();
+    let mut ids = Vec::new();
+    for rt in BOTH {
+        let name = unique_id("pu");
+        let args = [
+            "run", "-d", "--memory", "100m", "--name", &name, IMAGE, "sleep", "1000",
+        ];
+        ids.push(p.ok(rt, &args).trim().to_string());
+        let args = [
+            "update",
+            "--memory",
+            "200m",
+            "--cpu-quota",
+            "50000",
+            "--cpu-period",
+            "100000",
+        ];
+        let out = p.run(rt, &[&args[..], &[name.as_str()]].concat());
+        assert!(out.status.success(), "{rt:?}: {}", stderr_of(&out));
+        let pid = p.ok(rt, &["inspect", "--format", "{{.State.Pid}}", &name]);
+        let file = |ctrl: &str, name: &str| {
+            let cgroups = fs::read_to_string(format!("/proc/{}/cgroup", pid.trim())).unwrap();
+            let path = cgroups
+                .lines()
+                .find_map(|l| {
+                    let mut f = l.splitn(3, ':').skip(1);
+                    let ctrls = f.next()?;
+                    let path = f.next()?;
+                    ctrls.split(',').any(|c| c == ctrl).then(|| {
+                        format!(
+                            "/sys/fs/cgroup/{ctrls}/{}/{name}",
+                            path.trim_start_matches('/')
+                        )
+                    })
+                })
+                .unwrap_or_else(|| panic!("{rt:?}: no {ctrl} cgroup in {cgroups}"));
+            fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+        };
+        assert_eq!(
+            file("memory", "memory.limit_in_bytes").trim(),
+            "209715200",
+            "{rt:?}"
+        );
+        assert_eq!(file("cpu", "cpu.cfs_quota_us").trim(), "50000", "{rt:?}");
+        p.ok(rt, &["rm", "-f", "-t", "0", &name]);
+    }
+    p.assert_clean(&ids);
+}
+
 #[test]
 fn podman_default_seccomp_profile_is_enforced() {
     let p = Podman::new();

@@ -245,6 +245,15 @@ fn user_lifecycle_create_start_exec_kill_delete() {
         &env.run(&["exec", "--user", "5", &id, "true"]),
         "does not map uid 5",
     );
+    // No cgroup (no delegated one here): update and events say so.
+    assert_one_line_error(
+        &env.run(&["update", "--pids-limit", "5", &id]),
+        "has no cgroup to apply resources to",
+    );
+    assert_one_line_error(
+        &env.run(&["events", "--stats", &id]),
+        "has no cgroup to read statistics from",
+    );
     env.ok(&["kill", &id, "KILL"]);
     env.wait_status(&id, "stopped");
     env.ok(&["delete", &id]);

@@ -26,22 +26,56 @@ pub(crate) fn manager(c: &Container) -> Result<libcgroups::common::AnyCgroupMana
 }
 
 /// Whether the kernel OOM-killed something in the container's memory
-/// cgroup (v1 memory.oom_control or v2 memory.events `oom_kill`).
+/// cgroup.
 pub(crate) fn oom_killed(c: &Container) -> bool {
-    let Ok(config) = c.spec() else { return false };
+    oom_kills(c) > 0
+}
+
+/// How many processes the kernel OOM-killed in the container's memory
+/// cgroup (v1 memory.oom_control's or v2 memory.events' `oom_kill`; the
+/// larger where both are there); 0 when unreadable.
+pub(crate) fn oom_kills(c: &Container) -> u64 {
+    let Ok(config) = c.spec() else { return 0 };
     let dirs = Dirs::of(&config.cgroup_path, "memory");
     let v1 = dirs.v1.map(|d| d.join("memory.oom_control"));
     let v2 = dirs.v2.into_iter().map(|d| d.join("memory.events"));
     v1.into_iter()
         .chain(v2)
         .filter_map(|p| fs::read_to_string(p).ok())
-        .any(|text| {
-            text.lines().any(|l| {
-                l.strip_prefix("oom_kill ")
-                    .and_then(|n| n.trim().parse::<u64>().ok())
-                    .is_some_and(|n| n > 0)
-            })
+        .flat_map(|text| {
+            text.lines()
+                .filter_map(|l| l.strip_prefix("oom_kill ")?.trim().parse::<u64>().ok())
+                .collect::<Vec<_>>()
         })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Writes `resources` into the container's cgroup (`update`), through
+/// libcgroups as create did. `disable_oom_killer` is the spec's, so an
+/// update does not change it behind the container's back.
+pub(crate) fn apply_resources(
+    c: &Container,
+    resources: &libcontainer::oci_spec::runtime::LinuxResources,
+    disable_oom_killer: bool,
+) -> Result<()> {
+    use libcgroups::common::{CgroupManager, ControllerOpt};
+    manager(c)?
+        .apply(&ControllerOpt {
+            resources,
+            disable_oom_killer,
+            oom_score_adj: None,
+            freezer_state: None,
+        })
+        .map_err(|e| RuntimeError::cgroup(format!("container {:?}: cgroup", c.id()), e))
+}
+
+/// The container's cgroup statistics (`events`).
+pub(crate) fn stats(c: &Container) -> Result<libcgroups::stats::Stats> {
+    use libcgroups::common::CgroupManager;
+    manager(c)?
+        .stats()
+        .map_err(|e| RuntimeError::cgroup(format!("container {:?}: cgroup statistics", c.id()), e))
 }
 
 pub(crate) fn wait_empty(manager: &libcgroups::common::AnyCgroupManager) {
@@ -410,79 +444,5 @@ pub(crate) fn kill_cgroup_path(id: &str, path: PathBuf) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cgroup_dirs_follow_the_layout() {
-        use libcgroups::common::CgroupSetup as S;
-        let dirs = |setup, path: &str| {
-            let d = Dirs::under(setup, Path::new(path), "memory");
-            let show = |p: &PathBuf| p.display().to_string();
-            (
-                d.v1.as_ref().map(show),
-                d.v2.iter().map(show).collect::<Vec<_>>(),
-            )
-        };
-        let v1 = Some("/sys/fs/cgroup/memory/a/b".to_string());
-        assert_eq!(dirs(Some(S::Legacy), "/a/b"), (v1.clone(), vec![]));
-        assert_eq!(
-            dirs(Some(S::Hybrid), "/a/b"),
-            (v1.clone(), vec!["/sys/fs/cgroup/unified/a/b".to_string()])
-        );
-        assert_eq!(
-            dirs(Some(S::Unified), "a/b"),
-            (None, vec!["/sys/fs/cgroup/a/b".to_string()])
-        );
-        // Unknown: the three places the runtime always looked.
-        assert_eq!(
-            dirs(None, "/a/b"),
-            (
-                v1,
-                vec![
-                    "/sys/fs/cgroup/unified/a/b".to_string(),
-                    "/sys/fs/cgroup/a/b".to_string()
-                ]
-            )
-        );
-    }
-
-    #[test]
-    fn cgroup_free_only_when_the_cgroup_would_hold_nothing() {
-        let spec = |linux: serde_json::Value, mounts: serde_json::Value| {
-            let v = serde_json::json!({ "ociVersion": "1.0.2", "linux": linux, "mounts": mounts });
-            serde_json::from_value::<libcontainer::oci_spec::runtime::Spec>(v).unwrap()
-        };
-        let own_pid = serde_json::json!([{ "type": "pid" }, { "type": "mount" }]);
-        let none = serde_json::json!([]);
-        let plain = spec(serde_json::json!({ "namespaces": own_pid }), none.clone());
-        assert!(needs_no_cgroup(&plain));
-        let mut hooked = plain.clone();
-        hooked.set_hooks(Some(Default::default()));
-        assert!(!needs_no_cgroup(&hooked), "a hook may look for the cgroup");
-        for (linux, mounts) in [
-            (
-                serde_json::json!({ "namespaces": [{ "type": "mount" }] }),
-                none.clone(),
-            ),
-            (
-                serde_json::json!({ "namespaces": [{ "type": "pid", "path": "/proc/1/ns/pid" }] }),
-                none.clone(),
-            ),
-            (
-                serde_json::json!({ "namespaces": own_pid, "resources": {} }),
-                none.clone(),
-            ),
-            (
-                serde_json::json!({ "namespaces": own_pid, "cgroupsPath": "/x" }),
-                none.clone(),
-            ),
-            (
-                serde_json::json!({ "namespaces": own_pid }),
-                serde_json::json!([{ "destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup" }]),
-            ),
-        ] {
-            assert!(!needs_no_cgroup(&spec(linux.clone(), mounts)), "{linux}");
-        }
-    }
-}
+#[path = "cgroup_tests.rs"]
+mod tests;

@@ -80,6 +80,14 @@ pub enum Command {
     Pause(Id),
     /// Thaw a paused container.
     Resume(Id),
+    /// Change a container's cgroup limits (memory, CPU, pids, block I/O).
+    Update(Update),
+    /// Print a container's resource usage and OOM kills as JSON events.
+    Events(Events),
+    /// Refused: runsbx cannot checkpoint a container (see runsbx(1)).
+    Checkpoint(Checkpoint),
+    /// Refused: runsbx cannot restore a container (see runsbx(1)).
+    Restore(Restore),
     /// Print what this runtime supports, as runtime-spec features JSON.
     Features,
     /// Write a default config.json.
@@ -267,6 +275,161 @@ pub struct Exec {
     /// Command and arguments (when no --process is given).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<String>,
+}
+
+/// The flags that `update` reads from `--resources` instead.
+const UPDATE_FLAGS: [&str; 16] = [
+    "blkio_weight",
+    "cpu_period",
+    "cpu_quota",
+    "cpu_share",
+    "cpu_rt_period",
+    "cpu_rt_runtime",
+    "cpuset_cpus",
+    "cpuset_mems",
+    "kernel_memory",
+    "kernel_memory_tcp",
+    "memory",
+    "memory_reservation",
+    "memory_swap",
+    "pids_limit",
+    "l3_cache_schema",
+    "mem_bw_schema",
+];
+
+#[derive(Debug, Args)]
+pub struct Update {
+    /// A runtime-spec linux.resources JSON file to apply, or - for stdin
+    /// (what containerd sends); not combined with the flags below.
+    #[arg(short, long, value_name = "FILE", conflicts_with_all = UPDATE_FLAGS)]
+    pub resources: Option<PathBuf>,
+    /// Block I/O weight, 10 to 1000.
+    #[arg(long, value_name = "N")]
+    pub blkio_weight: Option<u16>,
+    /// CPU CFS period, in microseconds.
+    #[arg(long, value_name = "USEC")]
+    pub cpu_period: Option<u64>,
+    /// CPU CFS quota per period, in microseconds (-1: none).
+    #[arg(long, value_name = "USEC", allow_negative_numbers = true)]
+    pub cpu_quota: Option<i64>,
+    /// CPU shares (relative weight).
+    #[arg(long, alias = "cpu-shares", value_name = "N")]
+    pub cpu_share: Option<u64>,
+    /// CPU realtime period, in microseconds.
+    #[arg(long, value_name = "USEC")]
+    pub cpu_rt_period: Option<u64>,
+    /// CPU realtime runtime per period, in microseconds.
+    #[arg(long, value_name = "USEC", allow_negative_numbers = true)]
+    pub cpu_rt_runtime: Option<i64>,
+    /// CPUs the container may run on (0-3, 0,2).
+    #[arg(long, value_name = "CPUS")]
+    pub cpuset_cpus: Option<String>,
+    /// Memory nodes the container may use.
+    #[arg(long, value_name = "MEMS")]
+    pub cpuset_mems: Option<String>,
+    /// Kernel memory limit (cgroup v1; obsolete in the kernel).
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
+    pub kernel_memory: Option<String>,
+    /// Kernel TCP buffer memory limit (cgroup v1).
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
+    pub kernel_memory_tcp: Option<String>,
+    /// Memory limit (100M, 1G, 1.5g; -1: none).
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
+    pub memory: Option<String>,
+    /// Memory soft limit.
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
+    pub memory_reservation: Option<String>,
+    /// Memory plus swap limit (-1: unlimited swap).
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
+    pub memory_swap: Option<String>,
+    /// Maximum number of processes and threads (-1: none).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub pids_limit: Option<i64>,
+    /// Intel RDT L3 cache schema: refused, Intel RDT is not supported.
+    #[arg(long, value_name = "SCHEMA")]
+    pub l3_cache_schema: Option<String>,
+    /// Intel RDT memory bandwidth schema: refused, as --l3-cache-schema.
+    #[arg(long, value_name = "SCHEMA")]
+    pub mem_bw_schema: Option<String>,
+    pub id: String,
+}
+
+#[derive(Debug, Args)]
+pub struct Events {
+    /// Print one stats event and exit.
+    #[arg(long)]
+    pub stats: bool,
+    /// Time between stats events (5s, 500ms, 1m).
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    pub interval: String,
+    pub id: String,
+}
+
+/// The CRIU flags runc's `checkpoint` and `restore` share. All of them are
+/// accepted, hidden, so that podman's and conmon's argv parses and the
+/// refusal, not a usage error, is what they see (commands/checkpoint.rs).
+#[derive(Debug, Args)]
+pub struct CriuFlags {
+    #[arg(long, hide = true)]
+    pub image_path: Option<PathBuf>,
+    #[arg(long, hide = true)]
+    pub work_path: Option<PathBuf>,
+    #[arg(long, hide = true)]
+    pub tcp_established: bool,
+    #[arg(long, hide = true)]
+    pub ext_unix_sk: bool,
+    #[arg(long, hide = true)]
+    pub shell_job: bool,
+    #[arg(long, hide = true)]
+    pub file_locks: bool,
+    #[arg(long, hide = true)]
+    pub manage_cgroups_mode: Option<String>,
+    #[arg(long, hide = true)]
+    pub empty_ns: Vec<String>,
+    #[arg(long, hide = true)]
+    pub auto_dedup: bool,
+    #[arg(long, hide = true)]
+    pub lazy_pages: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct Checkpoint {
+    #[command(flatten)]
+    pub criu: CriuFlags,
+    #[arg(long, hide = true)]
+    pub parent_path: Option<PathBuf>,
+    #[arg(long, hide = true)]
+    pub leave_running: bool,
+    #[arg(long, hide = true, allow_negative_numbers = true)]
+    pub status_fd: Option<i32>,
+    #[arg(long, hide = true)]
+    pub page_server: Option<String>,
+    #[arg(long, hide = true)]
+    pub pre_dump: bool,
+    pub id: String,
+}
+
+#[derive(Debug, Args)]
+pub struct Restore {
+    #[command(flatten)]
+    pub criu: CriuFlags,
+    #[arg(long, hide = true)]
+    pub console_socket: Option<PathBuf>,
+    #[arg(short, long, hide = true)]
+    pub bundle: Option<PathBuf>,
+    #[arg(short, long, hide = true)]
+    pub detach: bool,
+    #[arg(long, hide = true)]
+    pub pid_file: Option<PathBuf>,
+    #[arg(long, hide = true)]
+    pub no_subreaper: bool,
+    #[arg(long, hide = true)]
+    pub no_pivot: bool,
+    #[arg(long, hide = true)]
+    pub lsm_profile: Option<String>,
+    #[arg(long, hide = true)]
+    pub lsm_mount_context: Option<String>,
+    pub id: String,
 }
 
 #[derive(Debug, Args)]

@@ -7,7 +7,9 @@ use runsbx_policy::profile::Profile;
 use runsbx_runtime::guard::{self, Limits};
 use runsbx_runtime::supervise::{self, Supervision};
 
-use crate::cli::{GuardFlags, SandboxFlags};
+use runsbx_runtime::resources::ResourceUpdate;
+
+use crate::cli::{GuardFlags, SandboxFlags, Update};
 
 /// `--timeout`, `--rss-limit`, `--status-fd`, `--report`, `--report-denials`.
 pub fn supervision(g: &GuardFlags) -> Result<Supervision> {
@@ -117,9 +119,113 @@ pub fn parse_sub_cgroup(args: &[String]) -> Result<Option<String>> {
     Ok(path.filter(|p| !p.is_empty()).map(str::to_string))
 }
 
+/// `update`'s flags (without `--resources`) as a change of resources.
+pub fn resource_update(a: &Update) -> Result<ResourceUpdate> {
+    // Stops: a schema accepted and then not applied (runc refuses it too
+    // where the host has no Intel RDT).
+    for (flag, v) in [
+        ("--l3-cache-schema", &a.l3_cache_schema),
+        ("--mem-bw-schema", &a.mem_bw_schema),
+    ] {
+        if v.is_some() {
+            bail!("{flag}: Intel RDT is not supported by runsbx");
+        }
+    }
+    let size = |flag: &str, v: &Option<String>| -> Result<Option<i64>> {
+        v.as_deref()
+            .map(|s| match s {
+                "-1" => Ok(-1),
+                _ => runsbx_policy::units::parse_ram(s).ok_or_else(|| {
+                    anyhow::anyhow!("{flag} {s:?}: not a size (100M, 1G, 1.5g, -1)")
+                }),
+            })
+            .transpose()
+    };
+    Ok(ResourceUpdate {
+        memory: size("--memory", &a.memory)?,
+        memory_swap: size("--memory-swap", &a.memory_swap)?,
+        memory_reservation: size("--memory-reservation", &a.memory_reservation)?,
+        kernel_memory: size("--kernel-memory", &a.kernel_memory)?,
+        kernel_memory_tcp: size("--kernel-memory-tcp", &a.kernel_memory_tcp)?,
+        cpu_shares: a.cpu_share,
+        cpu_period: a.cpu_period,
+        cpu_quota: a.cpu_quota,
+        cpu_rt_period: a.cpu_rt_period,
+        cpu_rt_runtime: a.cpu_rt_runtime,
+        cpuset_cpus: a.cpuset_cpus.clone(),
+        cpuset_mems: a.cpuset_mems.clone(),
+        pids_limit: a.pids_limit,
+        blkio_weight: a.blkio_weight,
+        ..ResourceUpdate::default()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn update(args: &[&str]) -> Result<ResourceUpdate> {
+        use clap::Parser;
+        let argv = ["runsbx", "update"].iter().chain(args).chain(&["c1"]);
+        let cli = crate::cli::Cli::try_parse_from(argv)?;
+        match cli.command {
+            Some(crate::cli::Command::Update(a)) => resource_update(&a),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn update_flags() {
+        let u = update(&[
+            "--memory",
+            "100M",
+            "--memory-swap=-1",
+            "--memory-reservation",
+            "50MB",
+            "--cpu-shares",
+            "512",
+            "--cpu-quota",
+            "-1",
+            "--cpu-period",
+            "100000",
+            "--cpuset-cpus",
+            "0",
+            "--pids-limit",
+            "-1",
+            "--blkio-weight",
+            "300",
+        ])
+        .unwrap();
+        assert_eq!(
+            u,
+            ResourceUpdate {
+                memory: Some(100 << 20),
+                memory_swap: Some(-1),
+                memory_reservation: Some(50 << 20),
+                cpu_shares: Some(512),
+                cpu_quota: Some(-1),
+                cpu_period: Some(100000),
+                cpuset_cpus: Some("0".into()),
+                pids_limit: Some(-1),
+                blkio_weight: Some(300),
+                ..Default::default()
+            }
+        );
+        assert_eq!(update(&["--cpu-share", "2"]).unwrap().cpu_shares, Some(2));
+        assert_eq!(update(&[]).unwrap(), ResourceUpdate::default());
+        for bad in [
+            &["--memory", "lots"][..],
+            &["--memory", "-2"],
+            &["--memory-swap", "1X"],
+            &["--pids-limit", "many"],
+            &["--blkio-weight", "70000"],
+            &["--l3-cache-schema", "L3:0=f"],
+            &["--mem-bw-schema", "MB:0=50"],
+            &["--resources", "-", "--memory", "1M"],
+        ] {
+            assert!(update(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn sub_cgroups() {

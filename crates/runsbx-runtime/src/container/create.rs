@@ -309,6 +309,12 @@ impl Runtime {
             policy: std::mem::take(&mut plan.policy),
             no_cgroup: (rootless && plan.delegated.is_none()) || plan.cgroup_free,
             cgroup: plan.delegated.map(|d| d.container_cgroup(id)),
+            resources: plan
+                .bundle
+                .spec
+                .linux()
+                .as_ref()
+                .and_then(|l| l.resources().clone()),
         };
         write_sidecar(dir, &sidecar)?;
         Ok(sidecar.starttime)

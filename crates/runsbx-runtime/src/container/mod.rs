@@ -1,6 +1,7 @@
 //! Container lifecycle around libcontainer: create, start, state, kill,
-//! delete, pause, resume, list, ps, exec. Each operation loads the state dir,
-//! checks the status it needs, calls libcontainer and adds context; one file
+//! delete, pause, resume, list, ps, exec, update, events. Each operation
+//! loads the state dir, checks the status it needs, calls libcontainer and
+//! adds context; one file
 //! per operation, as youki's `container/`.
 
 mod create;
@@ -12,6 +13,7 @@ mod orphans;
 mod sidecar;
 mod start;
 mod state;
+mod update;
 
 use std::fs;
 use std::os::fd::OwnedFd;

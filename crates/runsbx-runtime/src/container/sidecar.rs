@@ -3,6 +3,7 @@
 use std::fs;
 use std::path::Path;
 
+use libcontainer::oci_spec::runtime::LinuxResources;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, RuntimeError};
@@ -33,6 +34,12 @@ pub(super) struct Sidecar {
     /// commands show its parent in their shim, as the create saw it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) cgroup: Option<String>,
+    /// The container's `linux.resources`: the spec's at create, then as
+    /// each `update` left them (read by the next update, which merges into
+    /// them as runc does). Written even when empty: a record without the
+    /// key was made before runsbx kept it (the bundle's then stand in).
+    #[serde(default)]
+    pub(super) resources: Option<LinuxResources>,
 }
 
 /// Only the start time, on the path of every command that loads a
@@ -91,6 +98,51 @@ pub(super) fn read_sidecar_strict(dir: &Path) -> Result<Sidecar> {
     })
 }
 
+/// The resources runsbx.json records (`Ok(None)`: none), or `Err` with
+/// the path when the record predates them or cannot be read.
+pub(super) fn recorded_resources(
+    dir: &Path,
+) -> std::result::Result<Option<LinuxResources>, std::path::PathBuf> {
+    let path = dir.join(SIDECAR);
+    let value: serde_json::Value = fs::read(&path)
+        .ok()
+        .and_then(|t| serde_json::from_slice(&t).ok())
+        .ok_or_else(|| path.clone())?;
+    match value.get("resources") {
+        Some(r) => serde_json::from_value(r.clone()).map_err(|_| path),
+        None => Err(path),
+    }
+}
+
+/// Replaces the resources runsbx.json records, leaving the rest of the
+/// record as it is (the policy is copied as JSON, never rebuilt), through
+/// a temporary file renamed over it: a reader sees the old record or the
+/// new one.
+pub(super) fn record_resources(dir: &Path, resources: &LinuxResources) -> Result<()> {
+    let path = dir.join(SIDECAR);
+    let ctx = |what: &str| format!("{what} {}", path.display());
+    let text = fs::read(&path).map_err(|e| RuntimeError::io(ctx("read"), e))?;
+    let mut value: serde_json::Value = serde_json::from_slice(&text)
+        .map_err(|e| RuntimeError::Spec(format!("{}: {e}", ctx("read"))))?;
+    let Some(record) = value.as_object_mut() else {
+        return Err(RuntimeError::Spec(format!(
+            "{}: not a JSON object",
+            ctx("read")
+        )));
+    };
+    let resources =
+        serde_json::to_value(resources).map_err(|e| RuntimeError::Spec(e.to_string()))?;
+    record.insert("resources".into(), resources);
+    let tmp = dir.join(format!(".{SIDECAR}.update"));
+    let text = serde_json::to_vec(&value).map_err(|e| RuntimeError::Spec(e.to_string()))?;
+    let written = fs::write(&tmp, text).and_then(|_| fs::rename(&tmp, &path));
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(RuntimeError::io(ctx("write"), e));
+    }
+    Ok(())
+}
+
 pub(super) fn read_starttime(dir: &Path) -> SidecarHead {
     fs::read(dir.join(SIDECAR))
         .ok()
@@ -111,6 +163,7 @@ mod tests {
             policy: SandboxPolicy::default(),
             no_cgroup: true,
             cgroup: None,
+            resources: None,
         };
         write_sidecar(dir.path(), &written).unwrap();
         let read = read_sidecar_strict(dir.path()).unwrap();
@@ -140,5 +193,34 @@ mod tests {
             let head = read_starttime(dir.path());
             assert_eq!(head.starttime, (text == "{\"starttime\":1}").then_some(1));
         }
+    }
+
+    #[test]
+    fn resources_are_replaced_and_the_rest_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = r#"{"starttime":7,"policy":{"landlock":[{"x":1}]},"no_cgroup":false}"#;
+        fs::write(dir.path().join(SIDECAR), old).unwrap();
+        // A record from before resources were kept: the caller falls back.
+        assert!(recorded_resources(dir.path()).is_err());
+        let r: LinuxResources =
+            serde_json::from_value(serde_json::json!({ "pids": { "limit": 9 } })).unwrap();
+        record_resources(dir.path(), &r).unwrap();
+        assert_eq!(recorded_resources(dir.path()).unwrap(), Some(r));
+        let now: serde_json::Value =
+            serde_json::from_slice(&fs::read(dir.path().join(SIDECAR)).unwrap()).unwrap();
+        assert_eq!(
+            now["policy"],
+            serde_json::json!({ "landlock": [{ "x": 1 }] })
+        );
+        assert_eq!(now["starttime"], 7);
+        let left: Vec<_> = fs::read_dir(dir.path()).unwrap().flatten().collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+        // Recorded as none (a spec without linux.resources).
+        fs::write(
+            dir.path().join(SIDECAR),
+            r#"{"policy":{},"resources":null}"#,
+        )
+        .unwrap();
+        assert_eq!(recorded_resources(dir.path()).unwrap(), None);
     }
 }

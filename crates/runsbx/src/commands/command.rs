@@ -18,6 +18,7 @@ impl Command {
                 | Command::Ps(_)
                 | Command::Features
                 | Command::Check(_)
+                | Command::Events(_)
         )
     }
 
@@ -34,6 +35,10 @@ impl Command {
             Command::Exec(_) => "exec",
             Command::Pause(_) => "pause",
             Command::Resume(_) => "resume",
+            Command::Update(_) => "update",
+            Command::Events(_) => "events",
+            Command::Checkpoint(_) => "checkpoint",
+            Command::Restore(_) => "restore",
             Command::Features => "features",
             Command::Spec(_) => "spec",
             Command::Sandbox(_) => "sandbox",
@@ -70,6 +75,8 @@ impl Command {
             Command::Pause(a) | Command::Resume(a) => Shim::Existing(a.id.clone()),
             Command::Kill(a) if a.all => Shim::IfCgroup(a.id.clone()),
             Command::Ps(a) => Shim::IfCgroup(a.id.clone()),
+            Command::Update(a) => Shim::IfCgroup(a.id.clone()),
+            Command::Events(a) => Shim::IfCgroup(a.id.clone()),
             Command::Sandbox(a) if !a.no_userns => Shim::Fresh,
             Command::Selftest(a) if !a.no_userns => Shim::Fresh,
             Command::Exec(a) => Shim::Join(a.id.clone()),

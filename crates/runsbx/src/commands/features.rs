@@ -40,6 +40,8 @@ pub fn run() -> Result<()> {
         "annotations": {
             "run.sbx.landlock.supported": landlock_abi.is_some().to_string(),
             "run.sbx.landlock.abi": landlock_abi.map(|a| a.to_string()).unwrap_or_default(),
+            // `checkpoint` and `restore` are refused (commands/checkpoint.rs).
+            "run.sbx.checkpoint.supported": "false",
         },
     });
     println!("{}", serde_json::to_string_pretty(&features)?);

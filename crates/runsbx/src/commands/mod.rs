@@ -2,9 +2,11 @@
 //! core and adds context; logic worth a unit test lives in the library crates.
 
 mod check;
+mod checkpoint;
 mod command;
 mod create;
 mod delete;
+mod events;
 mod exec;
 mod features;
 mod kernelspec;
@@ -18,6 +20,7 @@ mod selftest;
 mod spec;
 mod start;
 mod state;
+mod update;
 
 use std::path::{Path, PathBuf};
 
@@ -101,6 +104,10 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<u8> {
         Command::Exec(a) => exec::run(ctx, a),
         Command::Pause(a) => pause::pause(ctx, &a.id).map(|_| 0),
         Command::Resume(a) => pause::resume(ctx, &a.id).map(|_| 0),
+        Command::Update(a) => update::run(ctx, a).map(|_| 0),
+        Command::Events(a) => events::run(ctx, a).map(|_| 0),
+        Command::Checkpoint(a) => checkpoint::refuse("checkpoint", &a.id),
+        Command::Restore(a) => checkpoint::refuse("restore", &a.id),
         Command::Features => features::run().map(|_| 0),
         Command::Spec(a) => spec::run(a).map(|_| 0),
         Command::Sandbox(a) => sandbox::sandbox(ctx, a),
