@@ -44,10 +44,11 @@ impl Runtime {
         self.ensure_root()?;
         let _lock = self.claim_id(&opts.id, plan.delegated)?;
         let dir = self.dir(&opts.id);
-        let _view = match plan.rootless {
+        let view = match plan.rootless {
             true => Some(crate::rootless::ConfigView::bind(
                 &plan.bundle.dir,
-                &plan.bundle.raw,
+                &shown_config(&plan.bundle.raw, &opts.id, &[], false)
+                    .unwrap_or_else(|| plan.bundle.raw.clone()),
                 &self.root,
                 &opts.id,
             )?),
@@ -57,13 +58,18 @@ impl Runtime {
             crate::premount::without_cgroups()?;
             tracing::debug!("{}: needs no cgroup; running without one", opts.id);
         }
-        let _prebound = self.prebind(&opts.id, &plan)?;
+        let prebound = self.prebind(&opts.id, &plan)?;
         let report = match opts.foreground {
             true => PendingReport::pipe()?,
             false => PendingReport::new(&self.root, &opts.id)?,
         };
         let (container, report) = self.fork_init(&opts, &mut plan, report, &dir)?;
-        match self.record(&opts.id, &mut plan, &container, report, &dir) {
+        // libcontainer has read config.json: hooks see the bundle's own.
+        drop((prebound, view));
+        let recorded = self
+            .record(&opts.id, &mut plan, &container, report, &dir)
+            .and_then(|starttime| create_hooks(&plan, &container).map(|()| starttime));
+        match recorded {
             Ok(starttime) => Ok(Owned {
                 container,
                 starttime,
@@ -71,6 +77,13 @@ impl Runtime {
             }),
             Err(e) => {
                 self.remove_leftovers(&opts.id, &dir);
+                if let RuntimeError::Hook(_) = e {
+                    // The runtime-spec: a failed prestart or createRuntime
+                    // hook stops the container, then poststop runs.
+                    let later = crate::hooks::Later::of(&plan.bundle.spec).unwrap_or_default();
+                    let state = super::hook_state(&container, "stopped");
+                    crate::hooks::run_warn("poststop", &later.poststop, &state);
+                }
                 Err(e)
             }
         }
@@ -161,8 +174,9 @@ impl Runtime {
 
     /// Root, a user namespace: the read-only binds the container's root
     /// could not make itself, made by runsbx (see prebind.rs). Root, a
-    /// cgroup and no `cgroupsPath`: runc's cgroup name, the id. The view
-    /// returned is held until libcontainer has read the config and forked.
+    /// cgroup and no `cgroupsPath`: runc's cgroup name, the id. Root and
+    /// runtime hooks: a config without them (hooks.rs). The view returned
+    /// is held until libcontainer has read the config and forked.
     fn prebind(&self, id: &str, plan: &Plan) -> Result<Option<crate::rootless::ConfigView>> {
         let bundle = &plan.bundle;
         let binds = match plan.rootless {
@@ -177,34 +191,29 @@ impl Runtime {
         if named {
             crate::cgroup::check_default_cgroup_free(id)?;
         }
-        let Some(owner) = owner else {
-            if !named {
-                return Ok(None);
-            }
-            super::private_mount_namespace()?;
-            return Ok(Some(crate::rootless::ConfigView::over(
-                &bundle.dir,
-                &with_default_cgroup(bundle.raw.clone(), id),
-                &self.root,
-                id,
-            )?));
-        };
-        crate::prebind::apply(&bundle.rootfs(), &binds, owner)?;
-        for b in &binds {
-            tracing::debug!(
-                "{}: mounts[{}] ({} on {}): bound by runsbx, out of reach of uid {}",
-                id,
-                b.index,
-                b.source.display(),
-                b.destination.display(),
-                owner.0
-            );
+        // Rootless, the shim's view (ConfigView::bind) is the one.
+        if plan.rootless {
+            return Ok(None);
         }
-        let raw = crate::prebind::without(&bundle.raw, &binds);
-        let raw = match named {
-            true => with_default_cgroup(raw, id),
-            false => raw,
+        let Some(raw) = shown_config(&bundle.raw, id, &binds, named) else {
+            return Ok(None);
         };
+        match owner {
+            Some(owner) => {
+                crate::prebind::apply(&bundle.rootfs(), &binds, owner)?;
+                for b in &binds {
+                    tracing::debug!(
+                        "{}: mounts[{}] ({} on {}): bound by runsbx, out of reach of uid {}",
+                        id,
+                        b.index,
+                        b.source.display(),
+                        b.destination.display(),
+                        owner.0
+                    );
+                }
+            }
+            None => super::private_mount_namespace()?,
+        }
         Ok(Some(crate::rootless::ConfigView::over(
             &bundle.dir,
             &raw,
@@ -296,6 +305,7 @@ impl Runtime {
             policy: std::mem::take(&mut plan.policy),
             no_cgroup: (rootless && plan.delegated.is_none()) || plan.cgroup_free,
             cgroup: plan.delegated.map(|d| d.container_cgroup(id)),
+            hooks: crate::hooks::Later::of(&plan.bundle.spec),
         };
         write_sidecar(dir, &sidecar)?;
         Ok(sidecar.starttime)
@@ -345,6 +355,53 @@ impl Runtime {
         let _ = fs::remove_dir_all(dir);
         tracing::debug!(id, "removed a partly created container");
     }
+}
+
+/// What libcontainer is shown of the bundle's config.json where it must
+/// differ from the file (`None`: the file as it is). Every change runsbx
+/// makes to it is here: the read-only binds it made itself left out, runc's
+/// cgroup name when `named`, the hooks it runs itself left out. (Rootless,
+/// `ConfigView::bind` also replaces linux.cgroupsPath.)
+fn shown_config(
+    raw: &serde_json::Value,
+    id: &str,
+    binds: &[crate::prebind::PreBind],
+    named: bool,
+) -> Option<serde_json::Value> {
+    let hooks = crate::hooks::has_runtime_hooks(raw);
+    if binds.is_empty() && !named && !hooks {
+        return None;
+    }
+    let mut raw = crate::prebind::without(raw, binds);
+    if named {
+        raw = with_default_cgroup(raw, id);
+    }
+    crate::hooks::without_runtime_hooks(&mut raw);
+    Some(raw)
+}
+
+/// The prestart, then createRuntime hooks, once create is done (state.json
+/// says `created`, as the hooks are told). One that fails SIGKILLs init and
+/// fails the create; the caller removes the rest.
+fn create_hooks(plan: &Plan, container: &Container) -> Result<()> {
+    let hooks = crate::hooks::at_create(&plan.bundle.spec);
+    if hooks.iter().all(|(_, h)| h.is_empty()) {
+        return Ok(());
+    }
+    let state = super::hook_state(container, "created");
+    let failed = hooks
+        .iter()
+        .try_for_each(|(kind, h)| crate::hooks::run_all(kind, h, &state));
+    if failed.is_err() {
+        // Init is this process's child (libcontainer clones it with
+        // CLONE_PARENT) and not reaped yet: its pid is still its own. Killed
+        // here because a container without a cgroup has nothing else for
+        // the clean-up to find it by.
+        if let Some(pid) = container.pid() {
+            let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+        }
+    }
+    Ok(failed?)
 }
 
 /// `raw` with runc's default cgroup path for `id` (see

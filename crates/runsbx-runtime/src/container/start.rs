@@ -2,6 +2,7 @@
 
 use libcontainer::container::{Container, ContainerStatus};
 
+use super::sidecar::read_hooks;
 use super::{require, Owned, Runtime};
 use crate::error::{Result, RuntimeError};
 use crate::report::ReportReader;
@@ -29,10 +30,17 @@ impl Runtime {
             Some(r) => Some(r),
             None => ReportReader::open(&self.dir(&id))?,
         };
+        let poststart = read_hooks(&self.dir(&id)).poststart;
         c.start()
             .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))?;
         if let Some(reader) = reader {
             reader.wait()?;
+        }
+        // After the report: init has exec'd the workload (the runtime-spec's
+        // "after the user-specified process is executed"). A failure is a
+        // warning, and start succeeds.
+        if !poststart.is_empty() {
+            crate::hooks::run_warn("poststart", &poststart, &super::hook_state(c, "running"));
         }
         Ok(())
     }
