@@ -291,6 +291,11 @@ impl Runtime {
         }
         if let Some(pid) = container.pid() {
             crate::netns::loopback_up(&plan.bundle.spec, pid)?;
+            // Only in a cgroup of the container's own: rootless, init is in
+            // a delegated v2 cgroup (no such switch) or in the caller's.
+            if !plan.rootless && !plan.cgroup_free {
+                crate::cgroup::disable_oom_killer(&plan.bundle.spec, pid.as_raw())?;
+            }
         }
         if let Some(reader) = report.commit(dir)? {
             self.reports
