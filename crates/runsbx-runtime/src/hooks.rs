@@ -62,6 +62,40 @@ pub fn at_create(spec: &Spec) -> [(&'static str, Vec<Hook>); 2] {
     ]
 }
 
+/// Refuses what the runtime-spec forbids in `hooks`, before anything is
+/// made: a `path` that is not absolute (it would be looked up in runsbx's
+/// PATH, or libcontainer's cwd), a `timeout` not above zero.
+pub fn check(spec: &Spec) -> std::result::Result<(), String> {
+    let Some(h) = spec.hooks() else {
+        return Ok(());
+    };
+    #[allow(deprecated)]
+    let lists = [
+        ("prestart", h.prestart()),
+        ("createRuntime", h.create_runtime()),
+        ("createContainer", h.create_container()),
+        ("startContainer", h.start_container()),
+        ("poststart", h.poststart()),
+        ("poststop", h.poststop()),
+    ];
+    for (kind, list) in lists {
+        for (i, hook) in list.iter().flatten().enumerate() {
+            if !hook.path().is_absolute() {
+                return Err(format!(
+                    "hooks.{kind}[{i}].path {:?}: not an absolute path",
+                    hook.path()
+                ));
+            }
+            if let Some(t) = hook.timeout().filter(|t| *t <= 0) {
+                return Err(format!(
+                    "hooks.{kind}[{i}].timeout {t}: must be greater than zero"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The keys of `hooks` that runsbx runs itself.
 const RUNTIME_HOOKS: [&str; 4] = ["prestart", "createRuntime", "poststart", "poststop"];
 
@@ -314,6 +348,26 @@ mod tests {
             err.to_string()
                 .starts_with("createRuntime hook 0 (/nonexistent/hook): cannot run:"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn relative_paths_and_zero_timeouts_are_refused() {
+        let spec = |hooks: serde_json::Value| -> Spec {
+            serde_json::from_value(serde_json::json!({"ociVersion": "1.0.2", "hooks": hooks}))
+                .unwrap()
+        };
+        let ok = spec(serde_json::json!({"poststop": [{"path": "/bin/true", "timeout": 1}]}));
+        assert_eq!(check(&ok), Ok(()));
+        let rel = spec(serde_json::json!({"createContainer": [{"path": "/a"}, {"path": "true"}]}));
+        assert_eq!(
+            check(&rel).unwrap_err(),
+            "hooks.createContainer[1].path \"true\": not an absolute path"
+        );
+        let zero = spec(serde_json::json!({"prestart": [{"path": "/a", "timeout": 0}]}));
+        assert_eq!(
+            check(&zero).unwrap_err(),
+            "hooks.prestart[0].timeout 0: must be greater than zero"
         );
     }
 
