@@ -216,29 +216,39 @@ fn hooks_past_their_timeout_are_killed() {
 fn poststop_runs_on_delete_told_what_runc_tells_it() {
     let env = Env::new();
     let _c = Cleanup(&env);
-    let mut states = Vec::new();
-    for rt in ["runsbx", "runc"] {
-        let mut b = env.bundle(&format!("b-{rt}"), &["true"]);
-        let saved = out(&env, &format!("poststop-{rt}"));
-        b.config["hooks"] = json!({ "poststop": [saving(&saved, "true")] });
-        b.config["annotations"] = json!({ "org.example": "poststop" });
-        b.save();
-        let args = ["run", "--bundle", b.path(), "pstop"];
-        match rt {
-            "runsbx" => env.ok(&args),
-            _ => env.runc_ok(&args),
-        };
-        states.push(read_state(&saved));
+    // With annotations, with none (then runc has no such key) and with an
+    // empty map (runc omits it too).
+    for (n, annotations) in [json!({ "org.example": "poststop" }), Value::Null, json!({})]
+        .into_iter()
+        .enumerate()
+    {
+        let mut states = Vec::new();
+        for rt in ["runsbx", "runc"] {
+            let name = format!("{rt}-{n}");
+            let mut b = env.bundle(&name, &["true"]);
+            let saved = out(&env, &format!("poststop-{name}"));
+            b.config["hooks"] = json!({ "poststop": [saving(&saved, "true")] });
+            if !annotations.is_null() {
+                b.config["annotations"] = annotations.clone();
+            }
+            b.save();
+            let args = ["run", "--bundle", b.path(), "pstop"];
+            match rt {
+                "runsbx" => env.ok(&args),
+                _ => env.runc_ok(&args),
+            };
+            states.push(read_state(&saved));
+        }
+        let (ours, runc) = (&states[0], &states[1]);
+        eprintln!("poststop stdin:\n  runsbx {ours}\n  runc   {runc}");
+        let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(ours), keys(runc));
+        // The bundles differ: one per runtime.
+        for k in ["status", "id", "annotations"] {
+            assert_eq!(ours[k], runc[k], "{k}");
+        }
+        assert_eq!(ours["status"], "stopped");
     }
-    let (ours, runc) = (&states[0], &states[1]);
-    eprintln!("poststop stdin:\n  runsbx {ours}\n  runc   {runc}");
-    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
-    assert_eq!(keys(ours), keys(runc));
-    // The bundles differ: one per runtime.
-    for k in ["status", "id", "annotations"] {
-        assert_eq!(ours[k], runc[k], "{k}");
-    }
-    assert_eq!(ours["status"], "stopped");
 
     // A failing poststop hook: the delete succeeds, says so, and the next
     // hook runs.

@@ -251,7 +251,8 @@ fn hook_state<'a>(c: &'a Container, status: &'a str) -> crate::hooks::State<'a> 
         status,
         pid: c.pid().map(|p| p.as_raw()).filter(|_| status != "stopped"),
         bundle: c.bundle(),
-        annotations: c.state.annotations.as_ref(),
+        // None rather than empty, as `state` and runc give it.
+        annotations: c.state.annotations.as_ref().filter(|a| !a.is_empty()),
     }
 }
 
