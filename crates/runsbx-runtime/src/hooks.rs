@@ -224,8 +224,9 @@ fn state_file(input: &[u8]) -> std::result::Result<std::fs::File, String> {
     Ok(file)
 }
 
-/// Waits for `child`, for at most `timeout`; past it, SIGKILLs and reaps it.
-/// Returns its exit code (None: killed by a signal).
+/// Waits for `child`, for at most `timeout`; past it (or when it cannot be
+/// watched), SIGKILLs and reaps it. Returns its exit code (None: killed by a
+/// signal).
 fn wait(child: &mut Child, timeout: Option<Duration>) -> std::result::Result<Option<i32>, String> {
     let reap = |child: &mut Child| {
         child
@@ -238,24 +239,37 @@ fn wait(child: &mut Child, timeout: Option<Duration>) -> std::result::Result<Opt
     };
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     // The child is ours and not reaped yet, so its pid is still its own.
-    let pidfd = crate::sys::pidfd::pidfd_open(pid).map_err(|e| format!("pidfd_open: {e}"))?;
+    // Without a pidfd (refused by an outer seccomp profile, a kernel before
+    // 5.3) the child is polled every 10 ms instead.
+    let pidfd = crate::sys::pidfd::pidfd_open(pid).ok();
     let deadline = Instant::now() + timeout;
-    loop {
+    let failed = loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let ms = left.as_millis().min(i32::MAX as u128) as i32;
-        match crate::sys::pidfd::exited_within(pidfd.as_raw_fd(), ms) {
+        let exited = match &pidfd {
+            Some(fd) => {
+                let ms = left.as_millis().min(i32::MAX as u128) as i32;
+                match crate::sys::pidfd::exited_within(fd.as_raw_fd(), ms) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Ok(false),
+                    r => r,
+                }
+            }
+            None => {
+                std::thread::sleep(left.min(Duration::from_millis(10)));
+                child.try_wait().map(|s| s.is_some())
+            }
+        };
+        match exited {
             Ok(true) => return reap(child),
-            Err(e) if e.kind() != std::io::ErrorKind::Interrupted => {
-                return Err(format!("poll: {e}"))
+            Err(e) => break format!("cannot watch it ({e}); killed"),
+            Ok(false) if left.is_zero() => {
+                break format!("timed out after {} s; killed", timeout.as_secs())
             }
-            _ if left.is_zero() => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("timed out after {} s; killed", timeout.as_secs()));
-            }
-            _ => {}
+            Ok(false) => {}
         }
-    }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    Err(failed)
 }
 
 #[cfg(test)]
