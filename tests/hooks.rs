@@ -64,17 +64,13 @@ fn prestart_and_create_runtime_are_told_created_with_inits_pid() {
     let _c = Cleanup(&env);
     let mut b = env.bundle("b", &["sleep", "10"]);
     let (pre, cr) = (out(&env, "prestart"), out(&env, "createRuntime"));
-    // What `state` says while the hook runs must agree with its stdin.
-    let seen = out(&env, "state-in-hook");
-    let state_cmd = format!(
-        "{} --root {} state {}",
-        runsbx_bin().display(),
-        env.root.display(),
-        "hooked"
-    );
+    // What `state` says while the hook runs must agree with its stdin; a
+    // `start` then must wait for the create to finish.
+    let (seen, started) = (out(&env, "state-in-hook"), out(&env, "start-in-hook"));
+    let runsbx = format!("{} --root {}", runsbx_bin().display(), env.root.display());
     b.config["hooks"] = json!({
-        "prestart": [saving(&pre, &format!("{state_cmd} > {}", seen.display()))],
-        "createRuntime": [saving(&cr, "true")],
+        "prestart": [saving(&pre, &format!("{runsbx} state hooked > {}", seen.display()))],
+        "createRuntime": [saving(&cr, &format!("{runsbx} start hooked 2> {}; true", started.display()))],
     });
     b.config["annotations"] = json!({ "org.example": "hook stdin" });
     b.save();
@@ -94,6 +90,12 @@ fn prestart_and_create_runtime_are_told_created_with_inits_pid() {
         during["status"], "created",
         "runsbx state in the hook: {during}"
     );
+    let refused = fs::read_to_string(&started).unwrap();
+    assert!(
+        refused.contains("start hooked: another runsbx is creating or deleting it"),
+        "runsbx start in the hook: {refused:?}"
+    );
+    assert_eq!(state["status"], "created", "started from the hook");
     env.ok(&["delete", "--force", "hooked"]);
 }
 

@@ -2,6 +2,7 @@
 
 use libcontainer::container::{Container, ContainerStatus};
 
+use super::lock::{CreateLock, LockFile};
 use super::sidecar::read_hooks;
 use super::{require, Owned, Runtime};
 use crate::error::{Result, RuntimeError};
@@ -10,6 +11,21 @@ use crate::report::ReportReader;
 impl Runtime {
     pub fn start(&self, id: &str) -> Result<()> {
         let mut c = self.load(id)?;
+        // Stops: a start while the create is still running its prestart and
+        // createRuntime hooks (state.json says `created` then, as the hooks
+        // are told): the workload would run before they are done. A dead
+        // create's lock file is left as found, for `delete` to find its
+        // orphans by.
+        match CreateLock::try_take_existing(&self.root, id)? {
+            LockFile::Held => {
+                return Err(RuntimeError::Busy {
+                    id: id.to_string(),
+                    action: "start",
+                })
+            }
+            LockFile::Taken(mut lock) => lock.keep_if_left(),
+            LockFile::Absent => {}
+        }
         require(&c, "start", "created", |s| s == ContainerStatus::Created)?;
         self.start_loaded(&mut c)
     }
