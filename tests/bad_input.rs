@@ -89,6 +89,21 @@ fn spec_fields_refused_before_anything_exists() {
             Box::new(|c| c["process"]["args"] = serde_json::json!(["/bin/nonexistent"])),
             "/bin/nonexistent",
         ),
+        // The runtime-spec: a hook's path MUST be absolute (a relative one
+        // would be looked up in runsbx's PATH), its timeout above zero.
+        (
+            "relhook",
+            Box::new(|c| c["hooks"] = serde_json::json!({ "prestart": [{ "path": "true" }] })),
+            "hooks.prestart[0].path \"true\": not an absolute path",
+        ),
+        (
+            "zerohook",
+            Box::new(|c| {
+                c["hooks"] =
+                    serde_json::json!({ "poststop": [{ "path": "/bin/true", "timeout": 0 }] })
+            }),
+            "hooks.poststop[0].timeout 0: must be greater than zero",
+        ),
     ];
     for (name, edit, needle) in cases {
         let mut b = env.bundle(name, &["true"]);

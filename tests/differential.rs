@@ -430,3 +430,39 @@ fn joined_netns_keeps_its_loopback_like_runc() {
     let _ = holder.kill();
     let _ = holder.wait();
 }
+
+/// `oom_kill_disable` in the v1 memory cgroup of a created container's init
+/// (runtime-tools' "memory oom is set correctly").
+fn oom_kill_disable(env: &Env, rt: Runtime, b: &Bundle, id: &str) -> String {
+    rt.ok(env, &["create", "--bundle", b.path(), id]);
+    let pid = rt.state(env, id)["pid"].as_i64().unwrap();
+    let cgroups = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    let memory = cgroups
+        .lines()
+        .find_map(|l| l.split_once(":memory:").map(|(_, p)| p.to_string()))
+        .unwrap_or_else(|| panic!("{rt:?}: no v1 memory cgroup (this host is hybrid): {cgroups}"));
+    let control = format!("/sys/fs/cgroup/memory{memory}/memory.oom_control");
+    let text = fs::read_to_string(&control).unwrap();
+    rt.ok(env, &["delete", "--force", id]);
+    text.lines()
+        .find_map(|l| l.strip_prefix("oom_kill_disable "))
+        .unwrap_or_else(|| panic!("{control}: {text}"))
+        .to_string()
+}
+
+#[test]
+fn disable_oom_killer_is_set_like_runc() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    for (disable, want) in [(true, "1"), (false, "0")] {
+        let mut b = env.bundle(&format!("oom-{disable}"), &["sleep", "10"]);
+        b.config["linux"]["resources"] =
+            serde_json::json!({ "memory": { "limit": 67108864, "disableOOMKiller": disable } });
+        b.save();
+        for rt in BOTH {
+            let id = unique_id("oom");
+            let seen = oom_kill_disable(&env, rt, &b, &id);
+            assert_eq!(seen, want, "{rt:?}, disableOOMKiller {disable}");
+        }
+    }
+}

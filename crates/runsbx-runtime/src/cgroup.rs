@@ -78,6 +78,56 @@ pub(crate) fn stats(c: &Container) -> Result<libcgroups::stats::Stats> {
         .map_err(|e| RuntimeError::cgroup(format!("container {:?}: cgroup statistics", c.id()), e))
 }
 
+/// `linux.resources.memory.disableOOMKiller`, which libcontainer 0.7 drops
+/// (it writes `memory.oom_control` 0 whenever the spec has memory
+/// resources): set to 1 in the v1 memory cgroup init is in, found through
+/// /proc/<pid>/cgroup so that any cgroup manager's naming is covered. Called
+/// after libcontainer has applied the resources and before the workload runs.
+/// cgroup v2 has no such switch (no memory line in /proc/<pid>/cgroup):
+/// nothing is written, as runc does there. A v1 memory cgroup that cannot
+/// be written fails the create: the spec asked for it.
+pub(crate) fn disable_oom_killer(
+    spec: &libcontainer::oci_spec::runtime::Spec,
+    pid: i32,
+) -> Result<()> {
+    let wanted = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.resources().as_ref())
+        .and_then(|r| r.memory().as_ref())
+        .and_then(|m| m.disable_oom_killer());
+    if wanted != Some(true) {
+        return Ok(());
+    }
+    let field = "linux.resources.memory.disableOOMKiller";
+    let own = format!("/proc/{pid}/cgroup");
+    let text =
+        fs::read_to_string(&own).map_err(|e| RuntimeError::io(format!("{field}: {own}"), e))?;
+    let Some(rel) = v1_cgroup_in(&text, "memory") else {
+        tracing::debug!("{field}: no v1 memory cgroup (cgroup v2 has no such switch); ignored");
+        return Ok(());
+    };
+    let path = Path::new(libcgroups::common::DEFAULT_CGROUP_ROOT)
+        .join("memory")
+        .join(rel.trim_start_matches('/'))
+        .join("memory.oom_control");
+    fs::write(&path, "1")
+        .map_err(|e| RuntimeError::io(format!("{field}: write {}", path.display()), e))
+}
+
+/// The path of the v1 cgroup of `controller` in the text of a
+/// /proc/<pid>/cgroup (`ID:CONTROLLERS:PATH` lines).
+fn v1_cgroup_in<'a>(text: &'a str, controller: &str) -> Option<&'a str> {
+    text.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        controllers
+            .split(',')
+            .any(|c| c == controller)
+            .then_some(path)
+    })
+}
+
 pub(crate) fn wait_empty(manager: &libcgroups::common::AnyCgroupManager) {
     use libcgroups::common::CgroupManager;
     // Up to 5 s: the zombie of an init whose runsbx was killed stays in

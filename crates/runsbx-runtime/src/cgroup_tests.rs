@@ -72,3 +72,12 @@ fn cgroup_free_only_when_the_cgroup_would_hold_nothing() {
         assert!(!needs_no_cgroup(&spec(linux.clone(), mounts)), "{linux}");
     }
 }
+
+#[test]
+fn v1_cgroup_lines() {
+    let hybrid = "12:pids:/a\n5:memory:/x/y\n3:cpu,cpuacct:/c\n0::/u\n";
+    assert_eq!(v1_cgroup_in(hybrid, "memory"), Some("/x/y"));
+    assert_eq!(v1_cgroup_in(hybrid, "cpuacct"), Some("/c"));
+    assert_eq!(v1_cgroup_in("0::/only/v2\n", "memory"), None);
+    assert_eq!(v1_cgroup_in("", "memory"), None);
+}

@@ -31,6 +31,9 @@ pub enum RuntimeError {
     Landlock(#[from] LandlockError),
     #[error(transparent)]
     Rootless(#[from] crate::rootless::RootlessError),
+    /// A prestart or createRuntime hook failed (hooks.rs).
+    #[error(transparent)]
+    Hook(#[from] crate::hooks::HookError),
     #[error(transparent)]
     Executable(#[from] crate::explain::ExecutableError),
     /// An error raised by the container's init just before exec, carried back

@@ -19,6 +19,7 @@ pub mod executor;
 pub mod explain;
 mod fdinfo;
 pub mod guard;
+pub mod hooks;
 pub mod initlog;
 pub mod jupyter;
 pub mod landlock;

@@ -47,10 +47,16 @@ impl Runtime {
         self.ensure_root()?;
         let _lock = self.claim_id(&opts.id, plan.delegated)?;
         let dir = self.dir(&opts.id);
-        let _view = match plan.rootless {
+        let view = match plan.rootless {
             true => {
-                let raw = plan.bundle.raw.clone();
-                let raw = keep_admin(&mut plan, raw);
+                let raw = shown_config(
+                    &plan.bundle.raw,
+                    &opts.id,
+                    &[],
+                    false,
+                    &mut plan.without_nnp,
+                )
+                .unwrap_or_else(|| plan.bundle.raw.clone());
                 Some(crate::rootless::ConfigView::bind(
                     &plan.bundle.dir,
                     &raw,
@@ -64,13 +70,18 @@ impl Runtime {
             crate::premount::without_cgroups()?;
             tracing::debug!("{}: needs no cgroup; running without one", opts.id);
         }
-        let _prebound = self.prebind(&opts.id, &mut plan)?;
+        let prebound = self.prebind(&opts.id, &mut plan)?;
         let report = match opts.foreground {
             true => PendingReport::pipe()?,
             false => PendingReport::new(&self.root, &opts.id)?,
         };
         let (container, report) = self.fork_init(&opts, &mut plan, report, &dir)?;
-        match self.record(&opts.id, &mut plan, &container, report, &dir) {
+        // libcontainer has read config.json: hooks see the bundle's own.
+        drop((prebound, view));
+        let recorded = self
+            .record(&opts.id, &mut plan, &container, report, &dir)
+            .and_then(|starttime| create_hooks(&plan, &container).map(|()| starttime));
+        match recorded {
             Ok(starttime) => Ok(Owned {
                 container,
                 starttime,
@@ -78,6 +89,13 @@ impl Runtime {
             }),
             Err(e) => {
                 self.remove_leftovers(&opts.id, &dir);
+                if let RuntimeError::Hook(_) = e {
+                    // The runtime-spec: a failed prestart or createRuntime
+                    // hook stops the container, then poststop runs.
+                    let later = crate::hooks::Later::of(&plan.bundle.spec).unwrap_or_default();
+                    let state = super::hook_state(&container, "stopped");
+                    crate::hooks::run_warn("poststop", &later.poststop, &state);
+                }
                 Err(e)
             }
         }
@@ -175,14 +193,11 @@ impl Runtime {
 
     /// Root, a user namespace: the read-only binds the container's root
     /// could not make itself, made by runsbx (see prebind.rs). Root, a
-    /// cgroup and no `cgroupsPath`: runc's cgroup name, the id. seccomp
-    /// without no_new_privs: CAP_SYS_ADMIN kept (nnp.rs). The view returned
-    /// is held until libcontainer has read the config and forked.
+    /// cgroup and no `cgroupsPath`: runc's cgroup name, the id. Root and
+    /// runtime hooks: a config without them (hooks.rs). seccomp without
+    /// no_new_privs: CAP_SYS_ADMIN kept (nnp.rs). The view returned is held
+    /// until libcontainer has read the config and forked.
     fn prebind(&self, id: &str, plan: &mut Plan) -> Result<Option<crate::rootless::ConfigView>> {
-        if plan.rootless {
-            // The shim's view (create_owned) carries what rootless needs.
-            return Ok(None);
-        }
         let bundle = &plan.bundle;
         let binds = crate::prebind::plan(&bundle.spec, &bundle.dir);
         let owner = crate::prebind::container_root(&bundle.spec).filter(|_| !binds.is_empty());
@@ -192,10 +207,13 @@ impl Runtime {
         if named {
             crate::cgroup::check_default_cgroup_free(id)?;
         }
-        if owner.is_none() && !named && plan.without_nnp.is_none() {
+        // Rootless, the shim's view (ConfigView::bind) is the one.
+        if plan.rootless {
             return Ok(None);
         }
-        let mut raw = bundle.raw.clone();
+        let Some(raw) = shown_config(&bundle.raw, id, &binds, named, &mut plan.without_nnp) else {
+            return Ok(None);
+        };
         match owner {
             Some(owner) => {
                 crate::prebind::apply(&bundle.rootfs(), &binds, owner)?;
@@ -209,14 +227,9 @@ impl Runtime {
                         owner.0
                     );
                 }
-                raw = crate::prebind::without(&raw, &binds);
             }
             None => super::private_mount_namespace()?,
         }
-        if named {
-            raw = with_default_cgroup(raw, id);
-        }
-        let raw = keep_admin(plan, raw);
         Ok(Some(crate::rootless::ConfigView::over(
             &plan.bundle.dir,
             &raw,
@@ -295,6 +308,11 @@ impl Runtime {
         }
         if let Some(pid) = container.pid() {
             crate::netns::loopback_up(&plan.bundle.spec, pid)?;
+            // Only in a cgroup of the container's own: rootless, init is in
+            // a delegated v2 cgroup (no such switch) or in the caller's.
+            if !plan.rootless && !plan.cgroup_free {
+                crate::cgroup::disable_oom_killer(&plan.bundle.spec, pid.as_raw())?;
+            }
         }
         if let Some(reader) = report.commit(dir)? {
             self.reports
@@ -315,6 +333,7 @@ impl Runtime {
                 .linux()
                 .as_ref()
                 .and_then(|l| l.resources().clone()),
+            hooks: crate::hooks::Later::of(&plan.bundle.spec),
         };
         write_sidecar(dir, &sidecar)?;
         Ok(sidecar.starttime)
@@ -366,13 +385,57 @@ impl Runtime {
     }
 }
 
-/// `raw` as libcontainer must see it for a filter loaded without
-/// no_new_privs (nnp.rs); records in `plan` what init keeps.
-fn keep_admin(plan: &mut Plan, mut raw: serde_json::Value) -> serde_json::Value {
-    if plan.without_nnp.is_some() {
-        plan.without_nnp = Some(crate::nnp::keep_admin(&mut raw));
+/// What libcontainer is shown of the bundle's config.json where it must
+/// differ from the file (`None`: the file as it is). Every change runsbx
+/// makes to it is here: the read-only binds it made itself left out, runc's
+/// cgroup name when `named`, the hooks it runs itself left out, and for a
+/// filter loaded without no_new_privs (`without_nnp`) CAP_SYS_ADMIN kept,
+/// recording where (nnp.rs). (Rootless, `ConfigView::bind` also replaces
+/// linux.cgroupsPath.)
+fn shown_config(
+    raw: &serde_json::Value,
+    id: &str,
+    binds: &[crate::prebind::PreBind],
+    named: bool,
+    without_nnp: &mut Option<crate::nnp::Kept>,
+) -> Option<serde_json::Value> {
+    let hooks = crate::hooks::has_runtime_hooks(raw);
+    if binds.is_empty() && !named && !hooks && without_nnp.is_none() {
+        return None;
     }
-    raw
+    let mut raw = crate::prebind::without(raw, binds);
+    if named {
+        raw = with_default_cgroup(raw, id);
+    }
+    crate::hooks::without_runtime_hooks(&mut raw);
+    if let Some(kept) = without_nnp {
+        *kept = crate::nnp::keep_admin(&mut raw);
+    }
+    Some(raw)
+}
+
+/// The prestart, then createRuntime hooks, once create is done (state.json
+/// says `created`, as the hooks are told). One that fails SIGKILLs init and
+/// fails the create; the caller removes the rest.
+fn create_hooks(plan: &Plan, container: &Container) -> Result<()> {
+    let hooks = crate::hooks::at_create(&plan.bundle.spec);
+    if hooks.iter().all(|(_, h)| h.is_empty()) {
+        return Ok(());
+    }
+    let state = super::hook_state(container, "created");
+    let failed = hooks
+        .iter()
+        .try_for_each(|(kind, h)| crate::hooks::run_all(kind, h, &state));
+    if failed.is_err() {
+        // Init is this process's child (libcontainer clones it with
+        // CLONE_PARENT) and not reaped yet: its pid is still its own. Killed
+        // here because a container without a cgroup has nothing else for
+        // the clean-up to find it by.
+        if let Some(pid) = container.pid() {
+            let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+        }
+    }
+    Ok(failed?)
 }
 
 /// `raw` with runc's default cgroup path for `id` (see

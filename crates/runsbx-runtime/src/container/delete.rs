@@ -9,7 +9,7 @@ use nix::sys::signal::Signal;
 
 use super::kill::{init_alive, kill_checked, signal_init, wait_init_gone};
 use super::lock::{remove_stale_reports, CreateLock, LockFile};
-use super::sidecar::read_starttime;
+use super::sidecar::{read_hooks, read_starttime};
 use super::{status_name, validate_id, Owned, Runtime};
 use crate::cgroup::{cgroup_exists, kill_cgroup_path, signal_cgroup};
 use crate::error::{Result, RuntimeError};
@@ -198,17 +198,24 @@ impl Runtime {
                 }
                 Self::finish_delete(&c)
             }
-            _ => loop {
-                match c.delete(force) {
-                    Ok(()) => return Ok(()),
-                    Err(e @ libcontainer::error::LibcontainerError::CgroupManager(_))
-                        if tries < 40 =>
-                    {
-                        retry(&mut tries, &e)
+            _ => {
+                // libcontainer's delete runs no hook: it never saw them.
+                let hooks = read_hooks(&c.root);
+                loop {
+                    match c.delete(force) {
+                        Ok(()) => {
+                            Self::poststop(&c, hooks);
+                            return Ok(());
+                        }
+                        Err(e @ libcontainer::error::LibcontainerError::CgroupManager(_))
+                            if tries < 40 =>
+                        {
+                            retry(&mut tries, &e)
+                        }
+                        Err(e) => return Err(RuntimeError::lc(format!("container {id:?}"), e)),
                     }
-                    Err(e) => return Err(RuntimeError::lc(format!("container {id:?}"), e)),
                 }
-            },
+            }
         }
     }
 
@@ -216,31 +223,21 @@ impl Runtime {
     /// (`wait_init_gone`) and so is the cgroup, if the container had one:
     /// run the poststop hooks, remove the state dir.
     fn finish_delete(c: &Container) -> Result<()> {
-        let hooks = c
-            .spec()
-            .ok()
-            .and_then(|config| config.hooks.as_ref().and_then(|h| h.poststop().clone()));
-        // What the hooks are told, as libcontainer does; `c` may still hold
-        // the status it was loaded (or started) with.
-        let state = libcontainer::container::State {
-            status: ContainerStatus::Stopped,
-            ..c.state.clone()
-        };
-        // One at a time: the runtime spec makes a failing poststop hook a
-        // warning, after which the other hooks and the delete go on.
-        for (i, hook) in hooks.into_iter().flatten().enumerate() {
-            if let Err(e) =
-                libcontainer::hooks::run_hooks(Some(&vec![hook]), Some(&state), None, None, None)
-            {
-                tracing::warn!("container {:?}: poststop hook {i}: {e}", c.id());
-            }
-        }
+        Self::poststop(c, read_hooks(&c.root));
         match fs::remove_dir_all(&c.root) {
             // A concurrent delete (the run's own, after a `delete --force`)
             // got there first.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             r => r.map_err(|e| RuntimeError::io(format!("remove {}", c.root.display()), e)),
         }
+    }
+
+    /// The poststop hooks, given the state with status `stopped`, in
+    /// runsbx's own namespaces. One that fails is a warning, after which the
+    /// others and the delete go on (the runtime-spec's rule).
+    fn poststop(c: &Container, hooks: crate::hooks::Later) {
+        let state = super::hook_state(c, "stopped");
+        crate::hooks::run_warn("poststop", &hooks.poststop, &state);
     }
 
     /// `delete --force` of a container whose state.json cannot be loaded

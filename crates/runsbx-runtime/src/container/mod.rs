@@ -242,6 +242,22 @@ pub fn validate_id(id: &str) -> Result<()> {
     Ok(())
 }
 
+/// The runtime-spec version `state` and the hooks report.
+const OCI_VERSION: &str = "1.0.2";
+
+/// The state a hook of `c` is given, with `status`; a pid unless stopped.
+fn hook_state<'a>(c: &'a Container, status: &'a str) -> crate::hooks::State<'a> {
+    crate::hooks::State {
+        oci_version: OCI_VERSION,
+        id: c.id(),
+        status,
+        pid: c.pid().map(|p| p.as_raw()).filter(|_| status != "stopped"),
+        bundle: c.bundle(),
+        // None rather than empty, as `state` and runc give it.
+        annotations: c.state.annotations.as_ref().filter(|a| !a.is_empty()),
+    }
+}
+
 fn status_name(s: ContainerStatus) -> &'static str {
     match s {
         ContainerStatus::Creating => "creating",

@@ -40,6 +40,10 @@ pub(super) struct Sidecar {
     /// key was made before runsbx kept it (the bundle's then stand in).
     #[serde(default)]
     pub(super) resources: Option<LinuxResources>,
+    /// The poststart and poststop hooks of the config it was created with,
+    /// which runsbx runs itself (hooks.rs); libcontainer never saw them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) hooks: Option<crate::hooks::Later>,
 }
 
 /// Only the start time, on the path of every command that loads a
@@ -143,6 +147,21 @@ pub(super) fn record_resources(dir: &Path, resources: &LinuxResources) -> Result
     Ok(())
 }
 
+/// The hooks runsbx runs at start and delete (none: no record, or none to
+/// run).
+pub(super) fn read_hooks(dir: &Path) -> crate::hooks::Later {
+    #[derive(Deserialize)]
+    struct Hooks {
+        #[serde(default)]
+        hooks: Option<crate::hooks::Later>,
+    }
+    fs::read(dir.join(SIDECAR))
+        .ok()
+        .and_then(|t| serde_json::from_slice::<Hooks>(&t).ok())
+        .and_then(|h| h.hooks)
+        .unwrap_or_default()
+}
+
 pub(super) fn read_starttime(dir: &Path) -> SidecarHead {
     fs::read(dir.join(SIDECAR))
         .ok()
@@ -164,6 +183,7 @@ mod tests {
             no_cgroup: true,
             cgroup: None,
             resources: None,
+            hooks: None,
         };
         write_sidecar(dir.path(), &written).unwrap();
         let read = read_sidecar_strict(dir.path()).unwrap();

@@ -40,7 +40,7 @@ impl Runtime {
             .map(|b| b.rootfs())
             .unwrap_or_else(|_| c.bundle().join("rootfs"));
         StateView {
-            oci_version: "1.0.2".into(),
+            oci_version: super::OCI_VERSION.into(),
             id: c.id().to_string(),
             pid,
             status: status_name(status),

@@ -128,6 +128,7 @@ impl Bundle {
         let Some(linux) = self.spec.linux() else {
             return Err(RuntimeError::Spec("linux is missing".into()));
         };
+        crate::hooks::check(&self.spec).map_err(RuntimeError::Spec)?;
         // Two entries of one type: libcontainer would silently keep the last,
         // and a reader of the first (runsbx's own sealing decision, a human)
         // would believe another.

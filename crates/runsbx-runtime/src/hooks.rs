@@ -1,0 +1,403 @@
+//! The runtime-namespace hooks (`prestart`, `createRuntime`, `poststart`,
+//! `poststop`), run by runsbx itself. libcontainer 0.7 runs prestart and
+//! createRuntime with the status `creating` where the runtime-spec's suite
+//! expects `created`, runs poststart before init has exec'd the workload,
+//! and fails `start` when a poststart hook fails. So libcontainer is shown a
+//! config without these four (`without_runtime_hooks`), and runsbx runs them:
+//! prestart and createRuntime once create is done (state `created`), a
+//! failure failing the create; poststart once init has exec'd (state
+//! `running`), poststop on delete (state `stopped`), their failures warnings.
+//! createContainer and startContainer stay libcontainer's: they run inside
+//! the container's namespaces, in init.
+//!
+//! A hook gets the runtime-spec state on stdin (a memfd holding it), its own
+//! `env` (nothing else), stdout discarded and runsbx's stderr. With a `timeout` it is
+//! SIGKILLed when the time is up and counts as failed; without one it is
+//! waited for, as runc and crun do.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use libcontainer::oci_spec::runtime::{Hook, Spec};
+use serde::{Deserialize, Serialize};
+
+/// The hooks of a spec runsbx runs itself, after create; kept in the
+/// container's runsbx.json for `start` and `delete`.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub struct Later {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub poststart: Vec<Hook>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub poststop: Vec<Hook>,
+}
+
+impl Later {
+    pub fn of(spec: &Spec) -> Option<Self> {
+        let h = spec.hooks().as_ref()?;
+        let later = Self {
+            poststart: h.poststart().clone().unwrap_or_default(),
+            poststop: h.poststop().clone().unwrap_or_default(),
+        };
+        (!later.poststart.is_empty() || !later.poststop.is_empty()).then_some(later)
+    }
+}
+
+/// The spec's prestart hooks, then its createRuntime hooks: the order the
+/// runtime-spec gives them.
+pub fn at_create(spec: &Spec) -> [(&'static str, Vec<Hook>); 2] {
+    let h = spec.hooks().clone().unwrap_or_default();
+    #[allow(deprecated)]
+    let prestart = h.prestart().clone().unwrap_or_default();
+    [
+        ("prestart", prestart),
+        (
+            "createRuntime",
+            h.create_runtime().clone().unwrap_or_default(),
+        ),
+    ]
+}
+
+/// Refuses what the runtime-spec forbids in `hooks`, before anything is
+/// made: a `path` that is not absolute (it would be looked up in runsbx's
+/// PATH, or libcontainer's cwd), a `timeout` not above zero.
+pub fn check(spec: &Spec) -> std::result::Result<(), String> {
+    let Some(h) = spec.hooks() else {
+        return Ok(());
+    };
+    #[allow(deprecated)]
+    let lists = [
+        ("prestart", h.prestart()),
+        ("createRuntime", h.create_runtime()),
+        ("createContainer", h.create_container()),
+        ("startContainer", h.start_container()),
+        ("poststart", h.poststart()),
+        ("poststop", h.poststop()),
+    ];
+    for (kind, list) in lists {
+        for (i, hook) in list.iter().flatten().enumerate() {
+            if !hook.path().is_absolute() {
+                return Err(format!(
+                    "hooks.{kind}[{i}].path {:?}: not an absolute path",
+                    hook.path()
+                ));
+            }
+            if let Some(t) = hook.timeout().filter(|t| *t <= 0) {
+                return Err(format!(
+                    "hooks.{kind}[{i}].timeout {t}: must be greater than zero"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The keys of `hooks` that runsbx runs itself.
+const RUNTIME_HOOKS: [&str; 4] = ["prestart", "createRuntime", "poststart", "poststop"];
+
+/// Whether `raw` (a config.json) has a runtime-namespace hook, which
+/// libcontainer must then not be shown.
+pub fn has_runtime_hooks(raw: &serde_json::Value) -> bool {
+    RUNTIME_HOOKS.iter().any(|k| {
+        raw["hooks"][k]
+            .as_array()
+            .is_some_and(|hooks| !hooks.is_empty())
+    })
+}
+
+/// `raw` without the hooks runsbx runs itself (createContainer and
+/// startContainer stay).
+pub fn without_runtime_hooks(raw: &mut serde_json::Value) {
+    if let Some(hooks) = raw.get_mut("hooks").and_then(|h| h.as_object_mut()) {
+        for k in RUNTIME_HOOKS {
+            hooks.remove(k);
+        }
+    }
+}
+
+/// The state a hook reads on stdin (runtime-spec, "State").
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct State<'a> {
+    pub oci_version: &'a str,
+    pub id: &'a str,
+    pub status: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i32>,
+    pub bundle: &'a Path,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<&'a HashMap<String, String>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    #[error("{kind} hook {index} ({path}): {what}")]
+    Failed {
+        kind: &'static str,
+        index: usize,
+        path: String,
+        what: String,
+    },
+}
+
+/// Runs `hooks` in order; the first that fails stops the rest and is the
+/// error (prestart, createRuntime).
+pub fn run_all(
+    kind: &'static str,
+    hooks: &[Hook],
+    state: &State<'_>,
+) -> std::result::Result<(), HookError> {
+    let input = state_json(state);
+    for (index, hook) in hooks.iter().enumerate() {
+        run_one(hook, &input).map_err(|what| HookError::Failed {
+            kind,
+            index,
+            path: hook.path().display().to_string(),
+            what,
+        })?;
+    }
+    Ok(())
+}
+
+/// Runs every one of `hooks`; one that fails is a warning and the others go
+/// on (poststart, poststop: the runtime-spec's rule).
+pub fn run_warn(kind: &'static str, hooks: &[Hook], state: &State<'_>) {
+    let input = state_json(state);
+    for (index, hook) in hooks.iter().enumerate() {
+        if let Err(what) = run_one(hook, &input) {
+            tracing::warn!(
+                "container {:?}: {kind} hook {index} ({}): {what}",
+                state.id,
+                hook.path().display()
+            );
+        }
+    }
+}
+
+fn state_json(state: &State<'_>) -> Vec<u8> {
+    // A struct of strings and numbers: serialization cannot fail.
+    serde_json::to_vec(state).unwrap_or_default()
+}
+
+/// One hook: spawned, given `input`, waited for (up to its timeout).
+/// Returns why it failed.
+fn run_one(hook: &Hook, input: &[u8]) -> std::result::Result<(), String> {
+    let mut cmd = Command::new(hook.path());
+    match hook.args().as_deref() {
+        Some([arg0, rest @ ..]) => cmd.arg0(arg0).args(rest),
+        _ => &mut cmd,
+    };
+    let env = hook.env().clone().unwrap_or_default();
+    cmd.env_clear()
+        .envs(env.iter().map(|kv| kv.split_once('=').unwrap_or((kv, ""))))
+        .stdin(state_file(input)?)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    let mut child = cmd.spawn().map_err(|e| format!("cannot run: {e}"))?;
+    let timeout = hook.timeout().map(|s| Duration::from_secs(s.max(0) as u64));
+    let waited = wait(&mut child, timeout);
+    match waited? {
+        Some(0) => Ok(()),
+        Some(code) => Err(format!("exited with status {code}")),
+        None => Err("killed by a signal".into()),
+    }
+}
+
+/// The state as a file read from its start: a hook that never reads its
+/// stdin (nor exits), or a process it leaves behind holding it, cannot block
+/// runsbx on a full pipe, timeout or not.
+fn state_file(input: &[u8]) -> std::result::Result<std::fs::File, String> {
+    use std::io::{Seek, SeekFrom};
+    let fd = nix::sys::memfd::memfd_create(
+        c"runsbx-hook-state",
+        nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC,
+    )
+    .map_err(|e| format!("memfd for its state: {e}"))?;
+    let mut file = std::fs::File::from(fd);
+    file.write_all(input)
+        .and_then(|()| file.seek(SeekFrom::Start(0)).map(drop))
+        .map_err(|e| format!("write its state: {e}"))?;
+    Ok(file)
+}
+
+/// Waits for `child`, for at most `timeout`; past it (or when it cannot be
+/// watched), SIGKILLs and reaps it. Returns its exit code (None: killed by a
+/// signal).
+fn wait(child: &mut Child, timeout: Option<Duration>) -> std::result::Result<Option<i32>, String> {
+    let reap = |child: &mut Child| {
+        child
+            .wait()
+            .map(|s| s.code())
+            .map_err(|e| format!("wait: {e}"))
+    };
+    let Some(timeout) = timeout else {
+        return reap(child);
+    };
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    // The child is ours and not reaped yet, so its pid is still its own.
+    // Without a pidfd (refused by an outer seccomp profile, a kernel before
+    // 5.3) the child is polled every 10 ms instead.
+    let pidfd = crate::sys::pidfd::pidfd_open(pid).ok();
+    let deadline = Instant::now() + timeout;
+    let failed = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let exited = match &pidfd {
+            Some(fd) => {
+                let ms = left.as_millis().min(i32::MAX as u128) as i32;
+                match crate::sys::pidfd::exited_within(fd.as_raw_fd(), ms) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Ok(false),
+                    r => r,
+                }
+            }
+            None => {
+                std::thread::sleep(left.min(Duration::from_millis(10)));
+                child.try_wait().map(|s| s.is_some())
+            }
+        };
+        match exited {
+            Ok(true) => return reap(child),
+            Err(e) => break format!("cannot watch it ({e}); killed"),
+            Ok(false) if left.is_zero() => {
+                break format!("timed out after {} s; killed", timeout.as_secs())
+            }
+            Ok(false) => {}
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    Err(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use libcontainer::oci_spec::runtime::HookBuilder;
+
+    fn sh(script: &str, timeout: Option<i64>) -> Hook {
+        let mut b = HookBuilder::default()
+            .path("/bin/sh")
+            .args(vec!["sh".into(), "-c".into(), script.into()])
+            .env(vec!["A=b=c".into()]);
+        if let Some(t) = timeout {
+            b = b.timeout(t);
+        }
+        b.build().unwrap()
+    }
+
+    fn state(dir: &Path) -> State<'_> {
+        State {
+            oci_version: "1.0.2",
+            id: "x",
+            status: "created",
+            pid: Some(42),
+            bundle: dir,
+            annotations: None,
+        }
+    }
+
+    #[test]
+    fn state_env_and_args_reach_the_hook() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let hook = sh(
+            &format!("cat > {0}; echo \"$0 $A\" >> {0}", out.display()),
+            None,
+        );
+        run_all("prestart", &[hook], &state(dir.path())).unwrap();
+        let text = std::fs::read_to_string(&out).unwrap();
+        let (json, tail) = text.split_at(text.find('}').unwrap() + 1);
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert_eq!(v["status"], "created");
+        assert_eq!(v["pid"], 42);
+        assert_eq!(v["ociVersion"], "1.0.2");
+        assert!(v.get("annotations").is_none());
+        assert_eq!(tail.trim(), "sh b=c");
+    }
+
+    #[test]
+    fn the_first_failure_stops_the_rest_and_names_the_hook() {
+        let dir = tempfile::tempdir().unwrap();
+        let after = dir.path().join("after");
+        let hooks = [
+            sh("exit 0", None),
+            sh("exit 3", None),
+            sh(&format!("touch {}", after.display()), None),
+        ];
+        let err = run_all("prestart", &hooks, &state(dir.path())).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "prestart hook 1 (/bin/sh): exited with status 3"
+        );
+        assert!(!after.exists());
+        // run_warn goes on past it.
+        run_warn("poststart", &hooks, &state(dir.path()));
+        assert!(after.exists());
+    }
+
+    #[test]
+    fn a_hook_past_its_timeout_is_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Instant::now();
+        let err = run_all("prestart", &[sh("sleep 30", Some(1))], &state(dir.path())).unwrap_err();
+        assert!(
+            err.to_string().ends_with("timed out after 1 s; killed"),
+            "{err}"
+        );
+        assert!(t.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_missing_hook_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let hook = HookBuilder::default()
+            .path("/nonexistent/hook")
+            .build()
+            .unwrap();
+        let err = run_all("createRuntime", &[hook], &state(dir.path())).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("createRuntime hook 0 (/nonexistent/hook): cannot run:"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn relative_paths_and_zero_timeouts_are_refused() {
+        let spec = |hooks: serde_json::Value| -> Spec {
+            serde_json::from_value(serde_json::json!({"ociVersion": "1.0.2", "hooks": hooks}))
+                .unwrap()
+        };
+        let ok = spec(serde_json::json!({"poststop": [{"path": "/bin/true", "timeout": 1}]}));
+        assert_eq!(check(&ok), Ok(()));
+        let rel = spec(serde_json::json!({"createContainer": [{"path": "/a"}, {"path": "true"}]}));
+        assert_eq!(
+            check(&rel).unwrap_err(),
+            "hooks.createContainer[1].path \"true\": not an absolute path"
+        );
+        let zero = spec(serde_json::json!({"prestart": [{"path": "/a", "timeout": 0}]}));
+        assert_eq!(
+            check(&zero).unwrap_err(),
+            "hooks.prestart[0].timeout 0: must be greater than zero"
+        );
+    }
+
+    #[test]
+    fn only_runtime_hooks_are_taken_out() {
+        let mut raw = serde_json::json!({"hooks": {
+            "prestart": [{"path": "/a"}], "createRuntime": [{"path": "/b"}],
+            "createContainer": [{"path": "/c"}], "startContainer": [{"path": "/d"}],
+            "poststart": [{"path": "/e"}], "poststop": [{"path": "/f"}]}});
+        assert!(has_runtime_hooks(&raw));
+        without_runtime_hooks(&mut raw);
+        assert!(!has_runtime_hooks(&raw));
+        let keys: Vec<_> = raw["hooks"].as_object().unwrap().keys().cloned().collect();
+        assert_eq!(keys, ["createContainer", "startContainer"]);
+        assert!(!has_runtime_hooks(
+            &serde_json::json!({"hooks": {"prestart": []}})
+        ));
+    }
+}
