@@ -52,8 +52,23 @@ fn cri_pod_lifecycle_under_runsbx() {
     // SIGTERM end it, with a last line in the log.
     let script = "trap 'echo stopping; exit 0' TERM; echo started; sleep 1000 & wait";
     let mut cfg = container(&pod, "main", &["sh", "-c", script]);
-    let res = cfg.linux.as_mut().unwrap().resources.as_mut().unwrap();
-    res.memory_limit_in_bytes = 64 << 20;
+    // The pod spec docs/engines.md shows: read-only root, no capabilities,
+    // an emptyDir volume (a host dir the kubelet binds), a memory limit.
+    let volume = node.dir().join("volume");
+    fs::create_dir(&volume).unwrap();
+    cfg.mounts = vec![cri::Mount {
+        container_path: "/work".into(),
+        host_path: volume.to_str().unwrap().into(),
+        ..Default::default()
+    }];
+    let linux = cfg.linux.as_mut().unwrap();
+    linux.resources.as_mut().unwrap().memory_limit_in_bytes = 64 << 20;
+    let sc = linux.security_context.as_mut().unwrap();
+    sc.readonly_rootfs = true;
+    sc.capabilities = Some(cri::Capability {
+        drop_capabilities: vec!["ALL".into()],
+        ..Default::default()
+    });
     let id = node.create_start(&pod, cfg);
     let (st, info) = node.status(&id);
     assert_eq!(st.state, ContainerState::ContainerRunning as i32, "{st:?}");
@@ -103,7 +118,8 @@ fn cri_pod_lifecycle_under_runsbx() {
         &[
             "sh",
             "-c",
-            "grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status; ip -4 -o addr show eth0; \
+            "grep -E '^(Seccomp|NoNewPrivs|CapEff):' /proc/self/status; ip -4 -o addr show eth0; \
+             touch /work/from-exec; echo work=$?; touch /x 2>/dev/null; echo root=$?; \
              echo to-stderr >&2; exit 3",
         ],
     );
@@ -112,6 +128,9 @@ fn cri_pod_lifecycle_under_runsbx() {
     assert_eq!(String::from_utf8_lossy(&r.stderr), "to-stderr\n");
     assert!(out.contains("Seccomp:\t2\n"), "{out}");
     assert!(out.contains("NoNewPrivs:\t1\n"), "{out}");
+    assert!(out.contains("CapEff:\t0000000000000000\n"), "{out}");
+    assert!(out.contains("work=0\nroot=1\n"), "{out}");
+    assert!(volume.join("from-exec").exists());
     assert!(out.contains(&format!("inet {ip}/24")), "{out}");
 
     let stats = call!(
