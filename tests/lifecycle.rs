@@ -981,3 +981,40 @@ fn default_cgroup_holding_processes_is_refused() {
     assert_one_line_error(&out, "already holds processes");
     assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
 }
+
+/// `process.oomScoreAdj` reaches init; a runsbx that may not lower the score
+/// (no CAP_SYS_RESOURCE, as when containerd runs in a container and its CRI
+/// asks -998 for a pod sandbox) refuses the container in one line naming the
+/// field and the errno, not libcontainer's bare "io error", and leaves nothing.
+#[test]
+fn oom_score_adj_applies_or_is_refused_by_name() {
+    let env = Env::new();
+    require_file("/usr/bin/setpriv", "util-linux");
+    let mut b = env.bundle("b", &["sleep", "1000"]);
+    b.config["process"]["oomScoreAdj"] = serde_json::json!(500);
+    b.save();
+    let id = unique_id("oom");
+    env.ok(&["create", "--bundle", b.path(), &id]);
+    let pid = env.state(&id)["pid"].as_i64().unwrap();
+    let adj = fs::read_to_string(format!("/proc/{pid}/oom_score_adj")).unwrap();
+    assert_eq!(adj.trim(), "500");
+    env.ok(&["delete", "--force", &id]);
+
+    b.config["process"]["oomScoreAdj"] = serde_json::json!(-998);
+    b.save();
+    // Root without CAP_SYS_RESOURCE in its bounding set has none after exec.
+    let mut cmd = Command::new("/usr/bin/setpriv");
+    cmd.args(["--bounding-set", "-sys_resource", "--"])
+        .arg(runsbx_bin())
+        .arg("--root")
+        .arg(&env.root)
+        .args(["create", "--bundle", b.path(), &id]);
+    let out = env.run_cmd(&mut cmd);
+    assert_one_line_error(
+        &out,
+        "create: config.json: process.oomScoreAdj -998: /proc/self/oom_score_adj \
+         (lowering it needs CAP_SYS_RESOURCE): Permission denied (os error 13)",
+    );
+    assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
+    assert!(cgroups_named(&id).is_empty(), "{:?}", cgroups_named(&id));
+}

@@ -44,6 +44,11 @@ impl Runtime {
     /// and delete need not find it again by id.
     pub fn create_owned(&self, opts: CreateOptions) -> Result<Owned> {
         let mut plan = self.plan(&opts)?;
+        let process = plan.bundle.spec.process().as_ref();
+        super::set_oom_score_adj(
+            process.and_then(|p| p.oom_score_adj()),
+            "config.json: process.oomScoreAdj",
+        )?;
         self.ensure_root()?;
         let _lock = self.claim_id(&opts.id, plan.delegated)?;
         let dir = self.dir(&opts.id);

@@ -93,6 +93,15 @@ impl Runtime {
             // like init.
             crate::premount::without_cgroups()?;
         }
+        // libcontainer reads --process itself and reports an unreadable one.
+        if let Some(p) = &opts.process {
+            let adj = std::fs::read(p)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .and_then(|v| v["oomScoreAdj"].as_i64())
+                .and_then(|n| i32::try_from(n).ok());
+            super::set_oom_score_adj(adj, &format!("--process {}: oomScoreAdj", p.display()))?;
+        }
         let executor = SandboxExecutor {
             without_nnp: kept,
             ..SandboxExecutor::new(seccomp, sidecar.policy.landlock.clone())

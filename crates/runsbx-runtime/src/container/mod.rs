@@ -129,6 +129,24 @@ fn private_mount_namespace() -> Result<()> {
         .map_err(|e| RuntimeError::sys("make / a slave mount", e))
 }
 
+/// Sets this process's OOM score adjustment to what the container's process
+/// asks (`what`), before libcontainer sets it the same way: libcontainer's
+/// own failure reaches the caller as "failed to create container: io error",
+/// without the file or the errno. Lowering the score needs CAP_SYS_RESOURCE,
+/// which containerd's CRI needs for every pod sandbox (-998) and a kubelet's
+/// Guaranteed pods (-997); a containerd that runs without it (in a container)
+/// needs `restrict_oom_score_adj`. Children inherit the score.
+fn set_oom_score_adj(adj: Option<i32>, what: &str) -> Result<()> {
+    let Some(adj) = adj else { return Ok(()) };
+    fs::write("/proc/self/oom_score_adj", adj.to_string()).map_err(|e| {
+        let hint = match e.kind() {
+            std::io::ErrorKind::PermissionDenied => " (lowering it needs CAP_SYS_RESOURCE)",
+            _ => "",
+        };
+        RuntimeError::io(format!("{what} {adj}: /proc/self/oom_score_adj{hint}"), e)
+    })
+}
+
 /// Longest accepted container id (a file name, so at most NAME_MAX, minus
 /// room for the temporary report FIFO's prefix and suffix).
 const MAX_ID_LEN: usize = 200;
