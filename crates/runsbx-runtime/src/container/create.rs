@@ -32,6 +32,8 @@ struct Plan {
     /// CAP_SYS_ADMIN in are known once libcontainer's view is made.
     without_nnp: Option<crate::nnp::Kept>,
     delegated: Option<&'static crate::delegation::Delegation>,
+    /// Bring `lo` up in a new network namespace (not `loopback_down`).
+    loopback: bool,
 }
 
 impl Runtime {
@@ -166,6 +168,7 @@ impl Runtime {
             cgroup_free,
             delegated,
             without_nnp,
+            loopback: !opts.loopback_down,
         })
     }
 
@@ -312,7 +315,9 @@ impl Runtime {
             }
         }
         if let Some(pid) = container.pid() {
-            crate::netns::loopback_up(&plan.bundle.spec, pid)?;
+            if plan.loopback {
+                crate::netns::loopback_up(&plan.bundle.spec, pid)?;
+            }
             // Only in a cgroup of the container's own: rootless, init is in
             // a delegated v2 cgroup (no such switch) or in the caller's.
             if !plan.rootless && !plan.cgroup_free {

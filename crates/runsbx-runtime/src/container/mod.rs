@@ -184,6 +184,10 @@ pub struct CreateOptions {
     pub foreground: bool,
     /// Have seccomp and Landlock log denials to audit (`--report-denials`).
     pub log_denials: bool,
+    /// Leave `lo` down in a new network namespace (netns.rs brings it up,
+    /// as runc does): for sandboxes, whose policy refuses every IP socket,
+    /// so that a start saves the fork that joins the namespace.
+    pub loopback_down: bool,
 }
 
 #[derive(Debug, Default)]

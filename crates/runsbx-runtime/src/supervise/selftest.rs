@@ -181,6 +181,8 @@ pub fn check(
         id: format!("selftest-{}", std::process::id()),
         bundle: bundle.dir.0.clone(),
         stdio: Some(stdio),
+        // As `sandbox` runs it.
+        loopback_down: true,
         ..Default::default()
     };
     let sup = Supervision {

@@ -17,6 +17,7 @@ pub fn options(id: &str, f: &CreateFlags, detach: bool) -> CreateOptions {
         die_with_parent: false,
         foreground: false,
         log_denials: false,
+        loopback_down: false,
     }
 }
 

@@ -84,6 +84,7 @@ pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
         id,
         bundle: bundle.dir.0.clone(),
         pid_file: a.pid_file.clone(),
+        loopback_down: true,
         ..Default::default()
     };
     let mut sup = supervision(&a)?;
