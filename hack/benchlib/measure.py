@@ -3,6 +3,7 @@ hyperfine in A-B, B-A, B-A, A-B blocks, CPU per run from wait4, peak RSS, syscal
 
 import json
 import os
+import re
 import statistics
 import subprocess
 
@@ -134,7 +135,21 @@ def syscalls(tmp, row):
     if not total:
         die(f"no strace summary for {row.name}: {q(row.argv())}")
     top = sorted(calls.items(), key=lambda kv: -kv[1])[:5]
-    return {"total": total, "top": top}
+    return {"total": total, "top": top, "per_process": per_process(tmp, row)}
+
+
+def per_process(tmp, row):
+    """Syscalls per process of one more run (`strace -f -o`), in the order the processes appear: for
+    runsbx its own process, libcontainer's intermediate, the container's init (then the workload)."""
+    out = os.path.join(tmp, "strace-ff")
+    sh(row.argv(["strace", "-f", "-o", out]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    counts = {}
+    with open(out) as f:
+        for line in f:
+            m = re.match(r"(\d+) +[a-z_0-9]+\(", line)  # a call, or its unfinished half; not "<... resumed>"
+            if m:
+                counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    return list(counts.values())
 
 
 def evict(paths):

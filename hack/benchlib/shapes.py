@@ -94,9 +94,11 @@ def runc_spec(tmp, rootfs):
     return [
         Shape("runc-spec", "`runc spec` as it comes", bundle,
               "`runc spec`'s config.json: its `linux.resources` (one device rule: deny all), the pid, "
-              "network, ipc, uts and mount namespaces, masked and read-only paths, rlimit NOFILE 1024, "
-              "three capabilities, noNewPrivileges. No `cgroupsPath`: each runtime makes a cgroup "
-              "named after the container id.", changes),
+              "network, ipc, uts and mount namespaces (no cgroup namespace in runc 1.1's spec), masked "
+              "and read-only paths, rlimit NOFILE 1024, three capabilities, noNewPrivileges, a read-only "
+              "root, and mounts of proc, a tmpfs /dev, devpts, shm, mqueue, sysfs and a read-only "
+              "`cgroup` on /sys/fs/cgroup (on this hybrid host, one mount per v1 hierarchy). No "
+              "`cgroupsPath`: each runtime makes a cgroup named after the container id.", changes),
         Shape("cgroup-free", "cgroup-free (not a headline shape)", free_bundle,
               "The same bundle without `linux.resources` (no `cgroupsPath` either), run in the "
               "foreground: runsbx runs it without a cgroup (see `run` in docs/runsbx.1.md), crun and runc "
@@ -203,6 +205,6 @@ def capture_containerd(tmp, rootfs):
                  "What containerd 1.6's `io.containerd.runc.v2` shim hands its runtime for `ctr run "
                  "docker.io/library/busybox:latest` (hack/engines/setup-containerd): no seccomp (ctr adds "
                  "none unless `--seccomp`), 14 capabilities, noNewPrivileges, `linux.resources` (a device "
-                 "allow-list, cpu shares 1024), `cgroupsPath` /default/ID, a tmpfs on /run, a read-write "
-                 "root. The original is kept as `captured.json` beside the bundle (with `--keep`).",
+                 "allow-list, cpu shares 1024), `cgroupsPath` /default/ID, a tmpfs on /run, no `cgroup` "
+                 "mount, a read-write root. The original is kept as `captured.json` beside the bundle (with `--keep`).",
                  changes)
