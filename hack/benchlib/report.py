@@ -36,16 +36,28 @@ def interval(a, b, n=2000):
     return f"{r[int(0.025 * n)]:.2f}–{r[int(0.975 * n) - 1]:.2f}"
 
 
+def unwrapped(x, t, key):
+    """x's figure without the wrapper's median, where x ran wrapped (an estimate: a difference of medians)."""
+    return x[key] - t["unshare wrapper"][key] if x["wrapped"] else x[key]
+
+
 def goal_rows(g, shape, t, rss):
-    """The goal lines of one headline shape: wall, CPU, RSS against crun."""
+    """The goal lines of one shape: wall, CPU, RSS against crun. Where one side ran wrapped, the
+    ratio is also given with the wrapper's median taken off that side, and the goal counts as met only
+    if it is met both ways: the wrapper must not decide it."""
     rs, cr = t["runsbx"], t["crun"]
     out = []
     for what, key, runs, limit in (("wall (median)", "median", "times", WALL),
                                    ("CPU user+sys (median per run)", "cpu_median", "cpu_runs", CPU)):
         ratio = rs[key] / cr[key]
-        out.append(f"| {shape.title}: {what} vs crun | {ms(rs[key])} ms | {ms(cr[key])} ms | {ratio:.2f} | "
-                   f"{interval(rs[runs], cr[runs])} | ≤ {limit:.1f} | {met(ratio <= limit)} |")
-        g.append(ratio <= limit)
+        text, ok = f"{ratio:.2f}", ratio <= limit
+        if rs["wrapped"] or cr["wrapped"]:
+            bare = unwrapped(rs, t, key) / unwrapped(cr, t, key)
+            text += f" ({bare:.2f} without the wrapper ³)"
+            ok = ok and bare <= limit
+        out.append(f"| {shape.title}: {what} vs crun | {ms(rs[key])} ms | {ms(cr[key])} ms | {text} | "
+                   f"{interval(rs[runs], cr[runs])} | ≤ {limit:.1f} | {met(ok)} |")
+        g.append(ok)
     a, b = rss["runsbx"], rss["crun"]
     ratio = a["median_kib"] / b["median_kib"]
     out.append(f"| {shape.title}: peak RSS of the runtime vs crun | {mib(a['median_kib'])} MiB | "
@@ -152,7 +164,7 @@ def write(b, path):
     w("|---|---|---|---|---|---|---|")
     met_all = []
     for shape in b.shapes:
-        if shape.headline:
+        if shape.goal:
             for line in goal_rows(met_all, shape, r[shape.key]["time"], r[shape.key]["rss"]):
                 w(line)
     py = r["python"]["time"]
@@ -162,6 +174,11 @@ def write(b, path):
       f"{ms(bw['median'])} ms | {ratio:.2f} | {interval(s['times'], bw['times'])} | ≤ {SANDBOX:.1f} | "
       f"{met(ratio <= SANDBOX)} |")
     met_all.append(ratio <= SANDBOX)
+    w("")
+    w("³ A runtime that needs the wrapper on this host pays for it in every run, and its wall and CPU "
+      "include it; the ratio in parentheses takes the `unshare wrapper` row's median off the wrapped side "
+      "(a difference of medians, an estimate), which is the comparison on a host where it needs none. A "
+      "goal is met only if both ratios meet it.")
     w("")
     w("The status compares the ratio itself with the goal. The interval is a 95% bootstrap interval of "
       "the ratio (each command's runs resampled 2,000 times): where it contains the goal, this run cannot "
