@@ -164,6 +164,26 @@ fn unknown_container_on_every_command() {
     // runc's `delete --force` of a missing container succeeds (the shim
     // relies on it).
     env.ok(&["delete", "--force", "nope"]);
+    // With --log, the file gets runc's JSON line, the message without the
+    // `runsbx: error: ` of stderr: containerd's shim reads `msg` back.
+    let log = env.tmp.path().join("log.json");
+    let out = env.run(&[
+        "--log",
+        log.to_str().unwrap(),
+        "--log-format",
+        "json",
+        "kill",
+        "nope",
+    ]);
+    assert_one_line_error(&out, "kill: container \"nope\" does not exist");
+    let text = fs::read_to_string(&log).unwrap();
+    let line: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(line["level"], "error", "{text}");
+    assert_eq!(
+        line["msg"], "kill: container \"nope\" does not exist",
+        "{text}"
+    );
+    assert!(line["time"].is_string(), "{text}");
 }
 
 #[test]
