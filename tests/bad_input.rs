@@ -679,3 +679,27 @@ fn capset_failure_in_init_says_eperm() {
     );
     assert_clean(&env, &id);
 }
+
+/// A profile on a host without AppArmor: libcontainer's own refusal reads
+/// "io error: No such file or directory" (runtime-tools'
+/// linux_process_apparmor_profile); the line names the field and the host.
+#[test]
+fn apparmor_profile_on_a_host_without_apparmor_names_the_field() {
+    let env = Env::new();
+    let enabled = "/sys/module/apparmor/parameters/enabled";
+    if fs::read_to_string(enabled).is_ok_and(|v| v.starts_with('Y')) {
+        eprintln!("skipped: AppArmor is on here; this checks hosts without it");
+        return;
+    }
+    let mut b = env.bundle("b", &["true"]);
+    b.config["process"]["apparmorProfile"] = "runsbx-test".into();
+    b.save();
+    let id = unique_id("aa");
+    let out = env.run(&["create", "--bundle", b.path(), &id]);
+    assert_one_line_error(
+        &out,
+        "create: config.json: process.apparmorProfile \"runsbx-test\": AppArmor is",
+    );
+    assert_one_line_error(&out, enabled);
+    assert_clean(&env, &id);
+}
