@@ -182,6 +182,26 @@ fn unknown_container_on_every_command() {
     // runc's `delete --force` of a missing container succeeds (the shim
     // relies on it).
     env.ok(&["delete", "--force", "nope"]);
+    // With --log, the file gets runc's JSON line, the message without the
+    // `runsbx: error: ` of stderr: containerd's shim reads `msg` back.
+    let log = env.tmp.path().join("log.json");
+    let out = env.run(&[
+        "--log",
+        log.to_str().unwrap(),
+        "--log-format",
+        "json",
+        "kill",
+        "nope",
+    ]);
+    assert_one_line_error(&out, "kill: container \"nope\" does not exist");
+    let text = fs::read_to_string(&log).unwrap();
+    let line: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(line["level"], "error", "{text}");
+    assert_eq!(
+        line["msg"], "kill: container \"nope\" does not exist",
+        "{text}"
+    );
+    assert!(line["time"].is_string(), "{text}");
 }
 
 #[test]
@@ -613,4 +633,91 @@ fn failed_prebind_names_the_mount_the_step_and_the_errno() {
     }
     let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
     assert!(!mounts.contains(b.path()), "a mount is left on the host");
+}
+
+/// libcontainer refuses proc and sysfs on a symlink (CVE-2019-19921) with
+/// "failed to prepare rootfs" alone; the error names the mount and the
+/// symlink. The rootfs shape is contest's prohibit_symlink: the directory
+/// replaced by a symlink to its own host path.
+#[test]
+fn proc_or_sys_on_a_symlink_names_the_mount_and_the_symlink() {
+    let env = Env::new();
+    for (dir, want) in [
+        (
+            "proc",
+            "mounts[0] (proc proc on /proc): /proc is a symlink to ",
+        ),
+        (
+            "sys",
+            "mounts[3] (sysfs sysfs on /sys): /sys is a symlink to ",
+        ),
+    ] {
+        let mut b = env.bundle(dir, &["true"]);
+        b.config["mounts"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({
+                "destination": "/sys", "type": "sysfs", "source": "sysfs",
+                "options": ["nosuid", "noexec", "nodev", "ro"]
+            }));
+        b.save();
+        let link = b.dir.join("rootfs").join(dir);
+        fs::remove_dir(&link).unwrap();
+        std::os::unix::fs::symlink(&link, &link).unwrap();
+        let id = unique_id("symproc");
+        let out = env.run(&["create", "--bundle", b.path(), &id]);
+        assert_one_line_error(&out, want);
+        let typ = if dir == "proc" { "proc" } else { "sysfs" };
+        assert_one_line_error(
+            &out,
+            &format!("in the rootfs: filesystem {typ} must be mounted on ordinary directory"),
+        );
+        assert_clean(&env, &id);
+    }
+}
+
+/// An inheritable capability outside the bounding set makes capset fail
+/// with EPERM in init; libcontainer returns "failed syscall" and logs the
+/// errno only inside a debug-printed value. The line gives it by name
+/// (contest's process_capabilities_bounding expects EPERM).
+#[test]
+fn capset_failure_in_init_says_eperm() {
+    let env = Env::new();
+    let mut b = env.bundle("b", &["true"]);
+    b.config["process"]["capabilities"] = serde_json::json!({
+        "effective": ["CAP_SYS_ADMIN"], "inheritable": ["CAP_SYS_ADMIN"],
+        "permitted": ["CAP_SYS_ADMIN"], "ambient": []
+    });
+    b.save();
+    let id = unique_id("capset");
+    let out = env.run(&["create", "--bundle", b.path(), &id]);
+    assert_one_line_error(
+        &out,
+        "drop capabilities: capset failure: Operation not permitted (EPERM, os error 1)",
+    );
+    assert_clean(&env, &id);
+}
+
+/// A profile on a host without AppArmor: libcontainer's own refusal reads
+/// "io error: No such file or directory" (runtime-tools'
+/// linux_process_apparmor_profile); the line names the field and the host.
+#[test]
+fn apparmor_profile_on_a_host_without_apparmor_names_the_field() {
+    let env = Env::new();
+    let enabled = "/sys/module/apparmor/parameters/enabled";
+    if fs::read_to_string(enabled).is_ok_and(|v| v.starts_with('Y')) {
+        eprintln!("skipped: AppArmor is on here; this checks hosts without it");
+        return;
+    }
+    let mut b = env.bundle("b", &["true"]);
+    b.config["process"]["apparmorProfile"] = "runsbx-test".into();
+    b.save();
+    let id = unique_id("aa");
+    let out = env.run(&["create", "--bundle", b.path(), &id]);
+    assert_one_line_error(
+        &out,
+        "create: config.json: process.apparmorProfile \"runsbx-test\": AppArmor is",
+    );
+    assert_one_line_error(&out, enabled);
+    assert_clean(&env, &id);
 }

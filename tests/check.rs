@@ -395,10 +395,10 @@ fn assert_same_refusal(env: &Env, b: &Bundle, needle: &str) {
     let c = stderr_of(&created);
     let k = stderr_of(&checked);
     let c = c
-        .strip_prefix("runsbx: create: ")
+        .strip_prefix("runsbx: error: create: ")
         .unwrap_or_else(|| panic!("create: {c}"));
     let k = k
-        .strip_prefix("runsbx: check: ")
+        .strip_prefix("runsbx: error: check: ")
         .unwrap_or_else(|| panic!("check: {k}"));
     assert_eq!(c, k, "create and check differ");
 }

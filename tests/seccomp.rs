@@ -897,6 +897,28 @@ fn notify_is_refused() {
     );
 }
 
+/// contest's seccomp_notify shape: a listenerPath with an agent listening
+/// on it. create refuses at once, before any fork, and never connects, so
+/// no agent is left half-served (contest's own agent then waits for ever:
+/// that is the test's behaviour, listed in docs/conformance.md).
+#[test]
+fn notify_with_a_listener_is_refused_at_create_without_connecting() {
+    let env = Env::new();
+    let sock = env.tmp.path().join("agent.sock");
+    let agent = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    agent.set_nonblocking(true).unwrap();
+    let started = std::time::Instant::now();
+    assert_refused_and_nothing_left(
+        json!({ "defaultAction": "SCMP_ACT_ALLOW", "architectures": ["SCMP_ARCH_X86_64"],
+                "listenerPath": sock, "listenerMetadata": "opaque",
+                "syscalls": [ { "names": ["getcwd"], "action": "SCMP_ACT_NOTIFY" } ] }),
+        "create: linux.seccomp: listenerPath: seccomp agents (SCMP_ACT_NOTIFY) are not supported",
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let err = agent.accept().expect_err("runsbx connected to the agent");
+    assert_eq!(err.kind(), std::io::ErrorKind::WouldBlock, "{err}");
+}
+
 #[test]
 fn unknown_action_is_refused() {
     assert_refused_and_nothing_left(

@@ -431,9 +431,10 @@ pub fn assert_one_line_error(out: &Output, needle: &str) {
         1,
         "expected one error line, got:\n{err}"
     );
+    // `error` is the word tools look for (runc's stderr has `level=error`).
     assert!(
-        err.starts_with("runsbx: "),
-        "error line should start with runsbx: {err}"
+        err.starts_with("runsbx: error: "),
+        "error line should start with `runsbx: error: `: {err}"
     );
     assert!(
         err.contains(needle),

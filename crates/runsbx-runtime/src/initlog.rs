@@ -20,6 +20,7 @@
 //! sees it: init execs only after setup succeeded, and exec closes it).
 
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use libcontainer::oci_spec::runtime::{Mount, Spec};
@@ -90,17 +91,26 @@ impl Drop for Capture {
     }
 }
 
+/// What a mount destination is in the rootfs when that is why a mount was
+/// refused: `Some("/proc is a symlink to /x")` for the first component of
+/// `dest` that is a symlink or not a directory, `None` otherwise.
+pub type Inspect<'a> = &'a dyn Fn(&Path) -> Option<String>;
+
 /// The detail to add to a failed create's error, from the lines its
 /// children logged: the spec mount that failed (by index, type, source and
 /// destination, matched against `spec`), the operation and the errno. The
 /// innermost line (the first logged) names the operation and its path when
 /// it is below the mount; when the mount's own line is the innermost, the
 /// operation is the mount itself and the errno comes from the `err=` field
-/// of a later line. `None` when the children said nothing useful.
-pub fn describe(lines: &[String], spec: &Spec) -> Option<String> {
+/// of a later line. A line whose cause is only in its `err=` field (a
+/// debug-printed error: `err=SetCaps(CapsError("capset failure: ..."))`)
+/// gives that cause's text. A proc or sysfs mount libcontainer refused
+/// because its destination is not an ordinary directory is found by asking
+/// `inspect` what is there. `None` when the children said nothing useful.
+pub fn describe(lines: &[String], spec: &Spec, inspect: Inspect) -> Option<String> {
     let first = lines.first()?;
     let mounts: &[Mount] = spec.mounts().as_deref().unwrap_or(&[]);
-    let failed = lines.iter().find_map(|l| {
+    let logged = lines.iter().find_map(|l| {
         let rest = l.strip_prefix("failed to mount ")?;
         mounts
             .iter()
@@ -113,25 +123,102 @@ pub fn describe(lines: &[String], spec: &Spec) -> Option<String> {
         (None, Some(e)) => format!("{text}: {}", render(e)),
     };
     let own_line = first.starts_with("failed to mount Mount {");
-    let cause = match own_line {
-        true => with_errno("mount"),
-        false => with_errno(first.strip_prefix("failed to ").unwrap_or(first)),
+    let cause = match (own_line, field_cause(first)) {
+        (true, _) => with_errno("mount"),
+        (false, Some((op, inner))) => format!("{op}: {}", with_errno(&inner)),
+        (false, None) => with_errno(first.strip_prefix("failed to ").unwrap_or(first)),
+    };
+    let failed = match logged {
+        Some((i, m)) => Some((i, m, None)),
+        None => not_a_directory(&cause, mounts, inspect),
     };
     Some(match failed {
-        Some((i, m)) => {
+        Some((i, m, what)) => {
             let typ = m.typ().as_deref().unwrap_or("bind");
             let source = m
                 .source()
                 .as_ref()
                 .map(|s| s.display().to_string())
                 .unwrap_or_else(|| "none".into());
+            let what = what
+                .map(|w| format!("{w} in the rootfs: "))
+                .unwrap_or_default();
             format!(
-                "mounts[{i}] ({typ} {source} on {}): {cause}",
+                "mounts[{i}] ({typ} {source} on {}): {what}{cause}",
                 m.destination().display()
             )
         }
         None => cause,
     })
+}
+
+/// libcontainer refuses a proc or sysfs mount whose destination is not an
+/// ordinary directory (a symlink could point the mount elsewhere:
+/// CVE-2019-19921) with a message that names neither the mount nor what is
+/// there; finds the first mount of that type whose destination `inspect`
+/// objects to.
+fn not_a_directory<'m>(
+    cause: &str,
+    mounts: &'m [Mount],
+    inspect: Inspect,
+) -> Option<(usize, &'m Mount, Option<String>)> {
+    let at = cause.find("must be mounted on ordinary directory")?;
+    let typ = cause[..at].trim_end().rsplit(' ').next()?.trim_matches('"');
+    mounts.iter().enumerate().find_map(|(i, m)| {
+        if m.typ().as_deref() != Some(typ) {
+            return None;
+        }
+        inspect(m.destination()).map(|what| (i, m, Some(what)))
+    })
+}
+
+/// `failed to OP err=Variant(Inner("TEXT"))` -> `(OP, TEXT)`: the operation
+/// and the first string in a debug-printed error, where libcontainer logs
+/// the cause it does not return.
+fn field_cause(line: &str) -> Option<(String, String)> {
+    let (head, value) = line.split_once(" err=")?;
+    let op = head.strip_prefix("failed to ").unwrap_or(head).to_string();
+    let quoted = &value[value.find('"')? + 1..];
+    let mut text = String::new();
+    let mut chars = quoted.chars();
+    loop {
+        match chars.next()? {
+            '"' => break,
+            '\\' => match chars.next()? {
+                'n' => text.push(' '),
+                't' => text.push(' '),
+                c => text.push(c),
+            },
+            c => text.push(c),
+        }
+    }
+    Some((op, text))
+}
+
+/// What stands at `dest` (a mount destination) in `rootfs` when it is not
+/// a directory, for [`describe`]: the first component that is a symlink
+/// (and where it points) or something other than a directory. Looks, never
+/// follows: it only explains a refusal libcontainer already made.
+pub fn inspect_destination(rootfs: &Path, dest: &Path) -> Option<String> {
+    let mut inside = PathBuf::from("/");
+    for part in dest.components() {
+        let std::path::Component::Normal(name) = part else {
+            continue;
+        };
+        inside.push(name);
+        let host = rootfs.join(inside.strip_prefix("/").ok()?);
+        let meta = std::fs::symlink_metadata(&host).ok()?;
+        if meta.file_type().is_symlink() {
+            return Some(match std::fs::read_link(&host) {
+                Ok(to) => format!("{} is a symlink to {}", inside.display(), to.display()),
+                Err(_) => format!("{} is a symlink", inside.display()),
+            });
+        }
+        if !meta.is_dir() {
+            return Some(format!("{} is not a directory", inside.display()));
+        }
+    }
+    None
 }
 
 fn render(e: nix::errno::Errno) -> String {
@@ -207,6 +294,10 @@ mod tests {
         .unwrap()
     }
 
+    fn nothing(_: &Path) -> Option<String> {
+        None
+    }
+
     #[test]
     fn names_the_mount_and_the_errno() {
         let s = spec();
@@ -217,7 +308,7 @@ mod tests {
             "failed to prepare rootfs err=Mount(Io(Os { code: 13 }))".to_string(),
         ];
         assert_eq!(
-            describe(&lines, &s).unwrap(),
+            describe(&lines, &s, &nothing).unwrap(),
             "mounts[1] (bind /root/.pyenv/versions/3.11.7/bin/python3.11 on /usr/bin/python3): \
              canonicalize \"/root/.pyenv/versions/3.11.7/bin/python3.11\": \
              Permission denied (EACCES, os error 13)"
@@ -236,7 +327,7 @@ mod tests {
             "failed to prepare rootfs err=Mount(Syscall(Nix(EINVAL)))".to_string(),
         ];
         assert_eq!(
-            describe(&lines, &s).unwrap(),
+            describe(&lines, &s, &nothing).unwrap(),
             "mounts[1] (tmpfs tmpfs on /usr/bin/python3): mount: Invalid argument (EINVAL, os error 22)"
         );
     }
@@ -245,9 +336,65 @@ mod tests {
     fn without_a_mount_line_the_innermost_cause() {
         let lines = vec!["failed to create device: No such file or directory (os error 2)".into()];
         assert_eq!(
-            describe(&lines, &spec()).unwrap(),
+            describe(&lines, &spec(), &nothing).unwrap(),
             "create device: No such file or directory (ENOENT, os error 2)"
         );
-        assert!(describe(&[], &spec()).is_none());
+        assert!(describe(&[], &spec(), &nothing).is_none());
+    }
+
+    /// The cause libcontainer logs only in its `err=` field: capset's EPERM
+    /// when the spec asks for an inheritable capability it drops from the
+    /// bounding set (contest's process_capabilities_bounding).
+    #[test]
+    fn a_debug_printed_error_gives_its_text_and_errno_name() {
+        let lines = vec![
+            "failed to drop capabilities err=SetCaps(CapsError(\"capset failure: Operation not permitted (os error 1)\"))".to_string(),
+            "failed to initialize container process: failed syscall".to_string(),
+        ];
+        assert_eq!(
+            describe(&lines, &spec(), &nothing).unwrap(),
+            "drop capabilities: capset failure: Operation not permitted (EPERM, os error 1)"
+        );
+    }
+
+    /// A proc mount refused because its destination is a symlink names the
+    /// mount and the symlink (contest's prohibit_symlink).
+    #[test]
+    fn a_refused_proc_mount_names_the_mount_and_what_is_there() {
+        let lines = vec![
+            "failed to prepare rootfs err=Mount(Other(\"filesystem proc must be mounted on ordinary directory\"))".to_string(),
+        ];
+        let inspect = |dest: &Path| {
+            (dest == Path::new("/proc")).then(|| "/proc is a symlink to /elsewhere".to_string())
+        };
+        assert_eq!(
+            describe(&lines, &spec(), &inspect).unwrap(),
+            "mounts[0] (proc proc on /proc): /proc is a symlink to /elsewhere in the rootfs: \
+             prepare rootfs: filesystem proc must be mounted on ordinary directory"
+        );
+        // Nothing odd found: the cause alone.
+        assert_eq!(
+            describe(&lines, &spec(), &nothing).unwrap(),
+            "prepare rootfs: filesystem proc must be mounted on ordinary directory"
+        );
+    }
+
+    #[test]
+    fn inspect_destination_reports_the_first_symlink_or_non_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        std::fs::create_dir_all(root.join("real/fs")).unwrap();
+        std::os::unix::fs::symlink("/real", root.join("sys")).unwrap();
+        std::fs::write(root.join("file"), b"").unwrap();
+        assert_eq!(
+            inspect_destination(root, Path::new("/sys/fs/cgroup")).as_deref(),
+            Some("/sys is a symlink to /real")
+        );
+        assert_eq!(
+            inspect_destination(root, Path::new("/file")).as_deref(),
+            Some("/file is not a directory")
+        );
+        assert_eq!(inspect_destination(root, Path::new("/real/fs")), None);
+        assert_eq!(inspect_destination(root, Path::new("/missing")), None);
     }
 }

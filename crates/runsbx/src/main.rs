@@ -1,8 +1,9 @@
 //! runsbx: an OCI runtime for code nobody vouched for.
 //!
 //! main parses the command line, sets up logging, dispatches to one module
-//! per command and turns any error into one line on stderr (and in the
-//! `--log` file, where containerd's shim and conmon look for it).
+//! per command and turns any error into one line on stderr, `runsbx: error:
+//! COMMAND: MESSAGE` (and in the `--log` file, where containerd's shim and
+//! conmon look for it).
 #![forbid(unsafe_code)]
 
 mod cli;
@@ -27,7 +28,7 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let Some(command) = cli.command else {
-        eprintln!("runsbx: no command given; see runsbx --help");
+        print_error("no command given; see runsbx --help");
         return ExitCode::from(2);
     };
     if command.only_prints() {
@@ -38,14 +39,16 @@ fn main() -> ExitCode {
     // before anything else they do, and fails closed.
     if command.needs_sealed_binary() && !runsbx_runtime::sys::sealed_exe::is_sealed() {
         let err = runsbx_runtime::sys::sealed_exe::reexec_sealed();
-        eprintln!("runsbx: cannot run from a sealed copy of the binary: {err}");
+        print_error(&format!(
+            "cannot run from a sealed copy of the binary: {err}"
+        ));
         return ExitCode::FAILURE;
     }
     let logger = match logging::init(cli.log.as_deref(), cli.log_format, cli.debug) {
         Ok(l) => l,
         Err(e) => {
             let path = cli.log.as_deref().unwrap_or(std::path::Path::new("-"));
-            eprintln!("runsbx: --log {}: {e}", path.display());
+            print_error(&format!("--log {}: {e}", path.display()));
             return ExitCode::FAILURE;
         }
     };
@@ -55,7 +58,7 @@ fn main() -> ExitCode {
         Err(e) => {
             let msg = format!("config: {e:#}");
             logger.error(&msg);
-            eprintln!("runsbx: {msg}");
+            print_error(&msg);
             return ExitCode::FAILURE;
         }
     };
@@ -65,7 +68,7 @@ fn main() -> ExitCode {
         Err(err) => {
             let msg = format!("{name}: {err:#}");
             logger.error(&msg);
-            eprintln!("runsbx: {msg}");
+            print_error(&msg);
             // `sandbox` forwards the workload's status; 125 says the
             // workload never ran, as docker and podman use it.
             if name == "sandbox" {
@@ -75,6 +78,15 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The one line a failed command leaves on stderr: `runsbx: error: MESSAGE`.
+/// The word `error` is what tools that read runc's stderr look for (runc
+/// writes logrus's `level=error`; youki's contest takes a line without it for
+/// success). The `--log` file gets MESSAGE alone, as the `msg` of a line
+/// whose `level` is `error`.
+fn print_error(msg: &str) {
+    eprintln!("runsbx: error: {msg}");
 }
 
 /// clap's own report spans several lines; keep its first, which names the
@@ -91,6 +103,6 @@ fn usage_error(e: clap::Error) -> ExitCode {
         .find(|l| !l.trim().is_empty())
         .unwrap_or("invalid arguments")
         .trim_start_matches("error: ");
-    eprintln!("runsbx: {first} (see runsbx --help)");
+    print_error(&format!("{first} (see runsbx --help)"));
     ExitCode::from(2)
 }

@@ -273,7 +273,7 @@ impl Runtime {
         match built {
             Ok(container) => Ok((container, report)),
             Err(e) => {
-                let e = with_notes(e, &notes, &plan.bundle.spec);
+                let e = with_notes(e, &notes, &plan.bundle);
                 report.abandon();
                 // libcontainer leaves its state dir behind when it fails
                 // before its own clean-up runs (spec or console errors).
@@ -458,28 +458,31 @@ fn with_default_cgroup(mut raw: serde_json::Value, id: &str) -> serde_json::Valu
 
 /// A libcontainer error with the detail its forked processes logged (see
 /// initlog.rs), when they logged any the message lacks.
-fn with_notes(
-    err: RuntimeError,
-    notes: &[String],
-    spec: &libcontainer::oci_spec::runtime::Spec,
-) -> RuntimeError {
+fn with_notes(err: RuntimeError, notes: &[String], bundle: &Bundle) -> RuntimeError {
     if !matches!(err, RuntimeError::Libcontainer { .. }) {
         return err;
     }
-    let Some(detail) = crate::initlog::describe(notes, spec) else {
+    let rootfs = bundle.rootfs();
+    let inspect = |dest: &Path| crate::initlog::inspect_destination(&rootfs, dest);
+    let Some(detail) = crate::initlog::describe(notes, &bundle.spec, &inspect) else {
         return err;
     };
     let text = err.to_string();
     // A message that carries its errno already, or that the innermost note
     // only wraps (an exec that failed in init), says what the notes would;
-    // a failed mount is always named.
-    let repeats = text.contains("(os error ") || notes.first().is_some_and(|n| n.contains(&text));
+    // a failed mount is always named, and so is a cause that only a note's
+    // `err=` field carries.
+    let innermost = notes.first().map(String::as_str).unwrap_or("");
+    let repeats =
+        text.contains("(os error ") || (innermost.contains(&text) && !innermost.contains(" err="));
     if text.contains(&detail) || (!detail.starts_with("mounts[") && repeats) {
         return err;
     }
+    // "failed to prepare rootfs: prepare rootfs: ..." says it twice.
+    let op = format!("{}: ", text.strip_prefix("failed to ").unwrap_or(&text));
     RuntimeError::Logged {
+        detail: detail.replacen(&op, "", 1),
         message: text,
-        detail,
     }
 }
 

@@ -125,6 +125,16 @@ impl Bundle {
         if process.args().as_ref().is_none_or(|a| a.is_empty()) {
             return Err(RuntimeError::Spec("process.args is empty".into()));
         }
+        // libcontainer refuses any profile (even "") on a host without
+        // AppArmor, but where the module is absent it says only "io error:
+        // No such file or directory".
+        if let Some(profile) = process.apparmor_profile() {
+            if let Some(why) = apparmor_unavailable(Path::new(APPARMOR_ENABLED)) {
+                return Err(RuntimeError::Spec(format!(
+                    "process.apparmorProfile {profile:?}: {why}"
+                )));
+            }
+        }
         let Some(linux) = self.spec.linux() else {
             return Err(RuntimeError::Spec("linux is missing".into()));
         };
@@ -182,6 +192,26 @@ impl Bundle {
     }
 }
 
+/// The parameter libcontainer reads to decide whether AppArmor is on.
+const APPARMOR_ENABLED: &str = "/sys/module/apparmor/parameters/enabled";
+
+/// Why a profile cannot be applied on this host, by libcontainer's test
+/// (`enabled` reads `Y`); `None` when it can.
+fn apparmor_unavailable(enabled: &Path) -> Option<String> {
+    match fs::read_to_string(enabled) {
+        Ok(v) if v.starts_with('Y') => None,
+        Ok(v) => Some(format!(
+            "AppArmor is disabled on this host ({} reads {:?})",
+            enabled.display(),
+            v.trim()
+        )),
+        Err(e) => Some(format!(
+            "AppArmor is not enabled on this host ({}: {e})",
+            enabled.display()
+        )),
+    }
+}
+
 /// `path` with `.` and `..` resolved by name, as Go's filepath.Clean does.
 fn lexical(path: &Path) -> PathBuf {
     use std::path::Component;
@@ -232,5 +262,32 @@ impl SandboxPolicy {
 
     pub fn compile_seccomp(&self) -> Result<Option<SeccompProgram>> {
         Ok(self.seccomp.as_ref().map(seccomp::compile).transpose()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apparmor_is_usable_only_when_enabled_reads_y() {
+        let tmp = tempfile::tempdir().unwrap();
+        let enabled = tmp.path().join("enabled");
+        let why = apparmor_unavailable(&enabled).unwrap();
+        assert!(
+            why.starts_with("AppArmor is not enabled on this host ("),
+            "{why}"
+        );
+        assert!(why.contains("No such file or directory"), "{why}");
+        fs::write(&enabled, "N\n").unwrap();
+        assert_eq!(
+            apparmor_unavailable(&enabled).unwrap(),
+            format!(
+                "AppArmor is disabled on this host ({} reads \"N\")",
+                enabled.display()
+            )
+        );
+        fs::write(&enabled, "Y\n").unwrap();
+        assert_eq!(apparmor_unavailable(&enabled), None);
     }
 }
