@@ -161,6 +161,10 @@ pub fn needs_no_cgroup(spec: &libcontainer::oci_spec::runtime::Spec) -> bool {
     // earlier new-pid entry must not make a joined host pid namespace look
     // like the container's own.
     let own_pid_ns = facts::is_new_namespace(spec, Ns::Pid);
+    // Running without a cgroup hides the cgroup filesystems in a private
+    // mount namespace of runsbx's; a container with none of its own would
+    // be made in that one instead of its caller's.
+    let own_mount_ns = facts::is_new_namespace(spec, Ns::Mount);
     let cgroup_mount = spec.mounts().iter().flatten().any(|m| {
         matches!(m.typ().as_deref(), Some("cgroup") | Some("cgroup2"))
             || m.source()
@@ -168,6 +172,7 @@ pub fn needs_no_cgroup(spec: &libcontainer::oci_spec::runtime::Spec) -> bool {
                 .is_some_and(|s| s.starts_with("/sys/fs/cgroup"))
     });
     own_pid_ns
+        && own_mount_ns
         && linux.resources().is_none()
         && linux.cgroups_path().is_none()
         && !cgroup_mount

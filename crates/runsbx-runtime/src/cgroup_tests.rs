@@ -49,6 +49,10 @@ fn cgroup_free_only_when_the_cgroup_would_hold_nothing() {
     assert!(!needs_no_cgroup(&hooked), "a hook may look for the cgroup");
     for (linux, mounts) in [
         (
+            serde_json::json!({ "namespaces": [{ "type": "pid" }] }),
+            none.clone(),
+        ),
+        (
             serde_json::json!({ "namespaces": [{ "type": "mount" }] }),
             none.clone(),
         ),
