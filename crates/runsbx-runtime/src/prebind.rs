@@ -10,8 +10,8 @@
 //! a create by root, each read-only bind whose source the container's root
 //! cannot reach is made by runsbx as root, in a private mount namespace of
 //! the runsbx process, on its mount point inside the bundle's rootfs; the
-//! config libcontainer reads (a view bound over config.json in the same
-//! namespace, rootless.rs' ConfigView) no longer lists it. libcontainer binds
+//! config libcontainer reads (a copy, rootless::ConfigCopy) no longer lists
+//! it. libcontainer binds
 //! the rootfs recursively and init's mount namespace is a copy of ours, so
 //! the container sees it in place; nothing appears on the host (the mounts
 //! live in namespaces only runsbx and the container hold) and nothing is

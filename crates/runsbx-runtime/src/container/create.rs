@@ -54,37 +54,18 @@ impl Runtime {
         self.ensure_root()?;
         let _lock = self.claim_id(&opts.id, plan.delegated)?;
         let dir = self.dir(&opts.id);
-        let view = match plan.rootless {
-            true => {
-                let raw = shown_config(
-                    &plan.bundle.raw,
-                    &opts.id,
-                    &[],
-                    false,
-                    &mut plan.without_nnp,
-                )
-                .unwrap_or_else(|| plan.bundle.raw.clone());
-                Some(crate::rootless::ConfigView::bind(
-                    &plan.bundle.dir,
-                    &raw,
-                    &self.root,
-                    &opts.id,
-                )?)
-            }
-            false => None,
-        };
         if plan.cgroup_free {
             crate::premount::without_cgroups()?;
             tracing::debug!("{}: needs no cgroup; running without one", opts.id);
         }
-        let prebound = self.prebind(&opts.id, &mut plan)?;
+        let copy = self.shown(&opts.id, &mut plan)?;
         let report = match opts.foreground {
             true => PendingReport::pipe()?,
             false => PendingReport::new(&self.root, &opts.id)?,
         };
-        let (container, report) = self.fork_init(&opts, &mut plan, report, &dir)?;
-        // libcontainer has read config.json: hooks see the bundle's own.
-        drop((prebound, view));
+        let (container, report) = self.fork_init(&opts, &mut plan, report, &dir, copy.as_ref())?;
+        // libcontainer has read it and forked.
+        drop(copy);
         let recorded = self
             .record(&opts.id, &mut plan, &container, report, &dir)
             .and_then(|starttime| create_hooks(&plan, &container).map(|()| starttime));
@@ -199,14 +180,22 @@ impl Runtime {
         Ok(lock)
     }
 
-    /// Root, a user namespace: the read-only binds the container's root
-    /// could not make itself, made by runsbx (see prebind.rs). Root, a
-    /// cgroup and no `cgroupsPath`: runc's cgroup name, the id. Root and
-    /// runtime hooks: a config without them (hooks.rs). seccomp without
-    /// no_new_privs: CAP_SYS_ADMIN kept (nnp.rs). The view returned is held
-    /// until libcontainer has read the config and forked.
-    fn prebind(&self, id: &str, plan: &mut Plan) -> Result<Option<crate::rootless::ConfigView>> {
+    /// What libcontainer is shown instead of the bundle's config.json
+    /// (`shown_config`), as a copy in a bundle directory of runsbx's
+    /// (`ConfigCopy`); `None`: the bundle as it is. Root, a user namespace:
+    /// the read-only binds the container's root could not make itself are
+    /// made here by runsbx first (see prebind.rs). Rootless: the cgroup path
+    /// of rootless.rs.
+    fn shown(&self, id: &str, plan: &mut Plan) -> Result<Option<crate::rootless::ConfigCopy>> {
         let bundle = &plan.bundle;
+        let write = |raw: &serde_json::Value| {
+            crate::rootless::ConfigCopy::write(raw, &bundle.rootfs(), &self.root, id).map(Some)
+        };
+        if plan.rootless {
+            let raw = shown_config(&bundle.raw, id, &[], false, &mut plan.without_nnp)
+                .unwrap_or_else(|| bundle.raw.clone());
+            return write(&crate::rootless::rootless_config(&raw, id)?);
+        }
         let binds = crate::prebind::plan(&bundle.spec, &bundle.dir);
         let owner = crate::prebind::container_root(&bundle.spec).filter(|_| !binds.is_empty());
         let named = !plan.cgroup_free
@@ -215,35 +204,23 @@ impl Runtime {
         if named {
             crate::cgroup::check_default_cgroup_free(id)?;
         }
-        // Rootless, the shim's view (ConfigView::bind) is the one.
-        if plan.rootless {
-            return Ok(None);
-        }
         let Some(raw) = shown_config(&bundle.raw, id, &binds, named, &mut plan.without_nnp) else {
             return Ok(None);
         };
-        match owner {
-            Some(owner) => {
-                crate::prebind::apply(&bundle.rootfs(), &binds, owner)?;
-                for b in &binds {
-                    tracing::debug!(
-                        "{}: mounts[{}] ({} on {}): bound by runsbx, out of reach of uid {}",
-                        id,
-                        b.index,
-                        b.source.display(),
-                        b.destination.display(),
-                        owner.0
-                    );
-                }
+        if let Some(owner) = owner {
+            crate::prebind::apply(&bundle.rootfs(), &binds, owner)?;
+            for b in &binds {
+                tracing::debug!(
+                    "{}: mounts[{}] ({} on {}): bound by runsbx, out of reach of uid {}",
+                    id,
+                    b.index,
+                    b.source.display(),
+                    b.destination.display(),
+                    owner.0
+                );
             }
-            None => super::private_mount_namespace()?,
         }
-        Ok(Some(crate::rootless::ConfigView::over(
-            &plan.bundle.dir,
-            &raw,
-            &self.root,
-            id,
-        )?))
+        write(&raw)
     }
 
     /// Forks init through libcontainer; on failure, removes what it left
@@ -254,6 +231,7 @@ impl Runtime {
         plan: &mut Plan,
         report: PendingReport,
         dir: &Path,
+        copy: Option<&crate::rootless::ConfigCopy>,
     ) -> Result<(Container, PendingReport)> {
         let executor = SandboxExecutor {
             report_fd: Some(report.raw_fd()),
@@ -268,7 +246,7 @@ impl Runtime {
         // ("failed to prepare rootfs"); what its children logged names the
         // mount, the path and the errno (initlog.rs).
         let capture = crate::initlog::Capture::start();
-        let built = self.build_init(opts, &plan.bundle, executor);
+        let built = self.build_init(opts, &plan.bundle, copy, executor);
         let notes = capture.map(|c| c.finish()).unwrap_or_default();
         match built {
             Ok(container) => Ok((container, report)),
@@ -279,7 +257,7 @@ impl Runtime {
                 // before its own clean-up runs (spec or console errors).
                 self.remove_leftovers(&opts.id, dir);
                 match plan.delegated {
-                    // The path libcontainer was shown (ConfigView).
+                    // The path libcontainer was shown (ConfigCopy).
                     Some(_) => kill_cgroup_path(
                         &opts.id,
                         PathBuf::from(crate::delegation::shim_path(&opts.id)),
@@ -353,6 +331,7 @@ impl Runtime {
         &self,
         opts: &CreateOptions,
         bundle: &Bundle,
+        copy: Option<&crate::rootless::ConfigCopy>,
         executor: SandboxExecutor,
     ) -> Result<Container> {
         let lc = |e| RuntimeError::lc(String::new(), e);
@@ -374,13 +353,21 @@ impl Runtime {
                 .with_stdout(dup(&stdio[1])?)
                 .with_stderr(dup(&stdio[2])?);
         }
-        builder
-            .as_init(&bundle.dir)
+        let mut container = builder
+            .as_init(copy.map_or(bundle.dir.as_path(), |c| c.dir()))
             .with_systemd(self.systemd_cgroup)
             .with_detach(opts.detach)
             .with_no_pivot(opts.no_pivot)
             .build()
-            .map_err(lc)
+            .map_err(lc)?;
+        if copy.is_some() {
+            // libcontainer recorded the copy's directory as the bundle;
+            // `state`, the hooks and `exec` must find the real one.
+            container.state.bundle = fs::canonicalize(&bundle.dir)
+                .map_err(|e| RuntimeError::io(format!("bundle {}", bundle.dir.display()), e))?;
+            container.save().map_err(lc)?;
+        }
+        Ok(container)
     }
 
     fn remove_leftovers(&self, id: &str, dir: &Path) {

@@ -161,8 +161,8 @@ impl Drop for CreateLock {
 /// Removes the report FIFO (`.<id>.report`; `.<id>.<pid>.report` from
 /// earlier builds) that a create of `id` killed before moving it into the
 /// state dir left in the root, and the
-/// config views (`.<id>.<pid>.config.json`, rootless.rs) of creates and
-/// execs killed half-way. Call it holding the id's [`CreateLock`], so no
+/// config views of execs (`.<id>.<pid>.config.json`) and config copies of
+/// creates (`.<id>.<pid>.bundle/`, rootless/view.rs) killed half-way. Call it holding the id's [`CreateLock`], so no
 /// live create owns a report; a view is left while its process lives (an
 /// exec holds no lock).
 pub(super) fn remove_stale_reports(root: &Path, id: &str) {
@@ -182,16 +182,18 @@ pub(super) fn remove_stale_reports(root: &Path, id: &str) {
         let (pid, live_ok) = match (
             rest.strip_suffix(".report"),
             rest.strip_suffix(".config.json"),
+            rest.strip_suffix(".bundle"),
         ) {
-            (Some(pid), _) => (pid, true),
-            (None, Some(pid)) => (pid, false),
-            (None, None) => continue,
+            (Some(pid), _, _) => (pid, true),
+            (None, Some(pid), _) | (None, None, Some(pid)) => (pid, false),
+            (None, None, None) => continue,
         };
         if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
         if live_ok || !Path::new("/proc").join(pid).exists() {
-            let _ = fs::remove_file(entry.path());
+            // A config copy (rootless::ConfigCopy) is a directory.
+            let _ = fs::remove_file(entry.path()).or_else(|_| fs::remove_dir_all(entry.path()));
         }
     }
 }

@@ -15,9 +15,11 @@
 //!   one gid): the only mapping an unprivileged process may write.
 //! - libcontainer forces its systemd cgroup manager (not built in) for a
 //!   container with a user namespace and a relative `cgroupsPath` on a
-//!   unified host, which the shim makes it see. [`ConfigView`] shows it a
-//!   config.json whose `cgroupsPath` is absolute and runsbx's own, through a
-//!   bind mount only this process's private mount namespace sees.
+//!   unified host, which the shim makes it see. It is shown a config.json
+//!   whose `cgroupsPath` is absolute and runsbx's own ([`rootless_config`]):
+//!   at create a copy in a directory of runsbx's ([`ConfigCopy`]), at exec
+//!   through a bind mount only this process's private mount namespace sees
+//!   ([`ConfigView`]).
 //!
 //! What does not change: every sandbox layer (namespaces, seccomp, Landlock,
 //! no_new_privs, capability drop, env scrub, fd hygiene) is applied by the
@@ -34,7 +36,7 @@ mod check;
 mod view;
 
 pub use check::{check_exec_user, check_spec};
-pub use view::ConfigView;
+pub use view::{rootless_config, ConfigCopy, ConfigView};
 
 /// Why rootless runsbx could not enter, join or use its shim.
 #[derive(Debug, thiserror::Error)]

@@ -18,6 +18,18 @@ pub struct ConfigView {
     copy: PathBuf,
 }
 
+/// `raw` with the `linux.cgroupsPath` a rootless container must have.
+pub fn rootless_config(raw: &serde_json::Value, id: &str) -> Result<serde_json::Value> {
+    require_shim()?;
+    let mut raw = raw.clone();
+    let path = match delegated() {
+        Some(_) => delegation::shim_path(id),
+        None => cgroup_path(id),
+    };
+    raw["linux"]["cgroupsPath"] = serde_json::Value::String(path);
+    Ok(raw)
+}
+
 impl ConfigView {
     pub fn bind(
         bundle_dir: &Path,
@@ -25,14 +37,7 @@ impl ConfigView {
         state_root: &Path,
         id: &str,
     ) -> Result<Self> {
-        require_shim()?;
-        let mut raw = raw.clone();
-        let path = match delegated() {
-            Some(_) => delegation::shim_path(id),
-            None => cgroup_path(id),
-        };
-        raw["linux"]["cgroupsPath"] = serde_json::Value::String(path);
-        Self::over(bundle_dir, &raw, state_root, id)
+        Self::over(bundle_dir, &rootless_config(raw, id)?, state_root, id)
     }
 
     /// Shows libcontainer `raw` as the bundle's config.json, through a bind
@@ -69,5 +74,48 @@ impl Drop for ConfigView {
     fn drop(&mut self) {
         let _ = umount2(&self.target, MntFlags::MNT_DETACH);
         let _ = fs::remove_file(&self.copy);
+    }
+}
+
+/// The config.json `create` shows libcontainer, in a bundle directory of
+/// runsbx's own (`ROOT/.ID.PID.bundle/`) handed to libcontainer in place of
+/// the real one, with `root.path` made absolute; removed on drop, once
+/// libcontainer has read it and forked. Unlike [`ConfigView`], nothing is
+/// mounted: a container that binds the bundle's config.json sees the file
+/// as written, and one without a mount namespace of its own gets its
+/// caller's. libcontainer records this directory as the bundle, so `create`
+/// writes the real one back into the state (`Runtime::create_owned`).
+pub struct ConfigCopy {
+    dir: PathBuf,
+}
+
+impl ConfigCopy {
+    pub fn write(
+        raw: &serde_json::Value,
+        rootfs: &Path,
+        state_root: &Path,
+        id: &str,
+    ) -> Result<Self> {
+        let dir = state_root.join(format!(".{id}.{}.bundle", std::process::id()));
+        let mut raw = raw.clone();
+        raw["root"]["path"] = serde_json::Value::String(rootfs.display().to_string());
+        let text = serde_json::to_vec(&raw).map_err(|e| RuntimeError::Spec(e.to_string()))?;
+        fs::create_dir(&dir)
+            .map_err(|e| RuntimeError::io(format!("create {}", dir.display()), e))?;
+        let copy = Self { dir };
+        let file = copy.dir.join("config.json");
+        fs::write(&file, text)
+            .map_err(|e| RuntimeError::io(format!("write {}", file.display()), e))?;
+        Ok(copy)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for ConfigCopy {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
     }
 }
