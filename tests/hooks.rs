@@ -1,5 +1,6 @@
 //! The runtime-namespace hooks as the runtime-spec has them: prestart and
-//! createRuntime see the state `created` and fail the create when they fail,
+//! createRuntime run in its order, see the state `created` and fail the
+//! create when they fail,
 //! leaving nothing behind; poststart runs once init has exec'd the workload
 //! and only warns; poststop runs on delete, told what runc tells it; a hook
 //! past its `timeout` is killed. Hooks are host shell scripts that save
@@ -85,9 +86,17 @@ fn prestart_and_create_runtime_are_told_created_with_inits_pid() {
         assert_eq!(s["annotations"], json!({ "org.example": "hook stdin" }));
         assert!(s["ociVersion"].is_string(), "{s}");
     }
+    // The hooks run while libcontainer creates the container, before its
+    // createContainer hooks and init's pivot_root: `state` says `creating`
+    // then, as runc's does.
     let during: Value = serde_json::from_str(&fs::read_to_string(&seen).unwrap()).unwrap();
     assert_eq!(
-        during["status"], "created",
+        during["status"], "creating",
+        "runsbx state in the hook: {during}"
+    );
+    assert_eq!(
+        during["bundle"],
+        b.path(),
         "runsbx state in the hook: {during}"
     );
     let refused = fs::read_to_string(&started).unwrap();
@@ -97,6 +106,47 @@ fn prestart_and_create_runtime_are_told_created_with_inits_pid() {
     );
     assert_eq!(state["status"], "created", "started from the hook");
     env.ok(&["delete", "--force", "hooked"]);
+}
+
+/// The runtime-spec's order: prestart, createRuntime, createContainer,
+/// startContainer, poststart (youki's contest `hooks` checks it). Each hook
+/// appends its name to one file in the rootfs, which startContainer sees
+/// from inside the container.
+#[test]
+fn hooks_run_in_the_runtime_specs_order() {
+    let env = Env::new();
+    let _c = Cleanup(&env);
+    let mut b = env.bundle("b", &["sleep", "10"]);
+    let order = b.dir.join("rootfs/order");
+    let append = |name: &str, file: &Path| {
+        json!([hook(&format!(
+            "cat > /dev/null; echo {name} >> {}",
+            file.display()
+        ))])
+    };
+    b.config["hooks"] = json!({
+        "prestart": append("prestart", &order),
+        "createRuntime": append("createRuntime", &order),
+        "createContainer": append("createContainer", &order),
+        "startContainer": append("startContainer", Path::new("/order")),
+        "poststart": append("poststart", &order),
+    });
+    b.save();
+    env.ok(&["create", "--bundle", b.path(), "ordered"]);
+    env.ok(&["start", "ordered"]);
+    let got = fs::read_to_string(&order).unwrap();
+    assert_eq!(
+        got.lines().collect::<Vec<_>>(),
+        [
+            "prestart",
+            "createRuntime",
+            "createContainer",
+            "startContainer",
+            "poststart"
+        ],
+        "{got:?}"
+    );
+    env.ok(&["delete", "--force", "ordered"]);
 }
 
 #[test]

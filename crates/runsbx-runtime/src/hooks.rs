@@ -3,12 +3,16 @@
 //! createRuntime with the status `creating` where the runtime-spec's suite
 //! expects `created`, runs poststart before init has exec'd the workload,
 //! and fails `start` when a poststart hook fails. So libcontainer is shown a
-//! config without these four (`without_runtime_hooks`), and runsbx runs them:
-//! prestart and createRuntime once create is done (state `created`), a
-//! failure failing the create; poststart once init has exec'd (state
-//! `running`), poststop on delete (state `stopped`), their failures warnings.
-//! createContainer and startContainer stay libcontainer's: they run inside
-//! the container's namespaces, in init.
+//! config (`for_libcontainer`) without poststart and poststop, which runsbx
+//! runs itself: poststart once init has exec'd (state `running`), poststop
+//! on delete (state `stopped`), their failures warnings. Each prestart and
+//! createRuntime hook is replaced there by runsbx's hidden `hook-shim`
+//! command carrying it: libcontainer runs the shim at the runtime-spec's
+//! moment (in the runtime's namespaces, before the createContainer hooks
+//! and init's pivot_root), and the shim runs the hook as below, told
+//! `created` and the real bundle; a failure fails the create, with the
+//! shim's one line (`shim_report`). createContainer and startContainer stay
+//! libcontainer's: they run inside the container's namespaces, in init.
 //!
 //! A hook gets the runtime-spec state on stdin (a memfd holding it), its own
 //! `env` (nothing else), stdout discarded and runsbx's stderr. With a `timeout` it is
@@ -47,21 +51,6 @@ impl Later {
     }
 }
 
-/// The spec's prestart hooks, then its createRuntime hooks: the order the
-/// runtime-spec gives them.
-pub fn at_create(spec: &Spec) -> [(&'static str, Vec<Hook>); 2] {
-    let h = spec.hooks().clone().unwrap_or_default();
-    #[allow(deprecated)]
-    let prestart = h.prestart().clone().unwrap_or_default();
-    [
-        ("prestart", prestart),
-        (
-            "createRuntime",
-            h.create_runtime().clone().unwrap_or_default(),
-        ),
-    ]
-}
-
 /// Refuses what the runtime-spec forbids in `hooks`, before anything is
 /// made: a `path` that is not absolute (it would be looked up in runsbx's
 /// PATH, or libcontainer's cwd), a `timeout` not above zero.
@@ -96,11 +85,11 @@ pub fn check(spec: &Spec) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// The keys of `hooks` that runsbx runs itself.
+/// The keys of `hooks` that runsbx runs itself, through the shim or after.
 const RUNTIME_HOOKS: [&str; 4] = ["prestart", "createRuntime", "poststart", "poststop"];
 
 /// Whether `raw` (a config.json) has a runtime-namespace hook, which
-/// libcontainer must then not be shown.
+/// libcontainer must then not be shown as it is.
 pub fn has_runtime_hooks(raw: &serde_json::Value) -> bool {
     RUNTIME_HOOKS.iter().any(|k| {
         raw["hooks"][k]
@@ -109,14 +98,86 @@ pub fn has_runtime_hooks(raw: &serde_json::Value) -> bool {
     })
 }
 
-/// `raw` without the hooks runsbx runs itself (createContainer and
-/// startContainer stay).
-pub fn without_runtime_hooks(raw: &mut serde_json::Value) {
-    if let Some(hooks) = raw.get_mut("hooks").and_then(|h| h.as_object_mut()) {
-        for k in RUNTIME_HOOKS {
-            hooks.remove(k);
+/// `raw` as libcontainer runs its hooks: without poststart and poststop,
+/// each prestart and createRuntime hook replaced by runsbx's `hook-shim`
+/// carrying it (`run_shim`), which tells it the real `bundle` and writes why
+/// it failed to `report` (createContainer and startContainer stay).
+pub fn for_libcontainer(raw: &mut serde_json::Value, bundle: &Path, report: &Path) {
+    let Some(hooks) = raw.get_mut("hooks").and_then(|h| h.as_object_mut()) else {
+        return;
+    };
+    hooks.remove("poststart");
+    hooks.remove("poststop");
+    for kind in ["prestart", "createRuntime"] {
+        let Some(list) = hooks.get_mut(kind).and_then(|l| l.as_array_mut()) else {
+            continue;
+        };
+        for (index, hook) in list.iter_mut().enumerate() {
+            *hook = serde_json::json!({
+                // This runsbx (a sealed copy, see sys/sealed_exe.rs): the
+                // process that runs prestart and createRuntime hooks is
+                // libcontainer's main process, this one.
+                "path": "/proc/self/exe",
+                "args": [
+                    "runsbx", "hook-shim", "--kind", kind, "--index", index.to_string(),
+                    "--bundle", bundle, "--report", report, "--hook", hook.to_string(),
+                ],
+            });
         }
     }
+}
+
+/// `runsbx hook-shim`: reads the state libcontainer gives a hook on stdin,
+/// tells the hook `created` (the runtime-spec's status for prestart and
+/// createRuntime; libcontainer 0.7 says `creating`) and the real `bundle`
+/// (libcontainer read a copy of config.json elsewhere), runs it as runsbx
+/// runs every hook (`run_one`), and on failure writes the one line that
+/// names it to `report` and exits 1, which fails the create.
+pub fn run_shim(kind: &str, index: usize, hook: &str, bundle: &Path, report: &Path) -> i32 {
+    let hook: Hook = match serde_json::from_str(hook) {
+        Ok(h) => h,
+        Err(e) => return shim_failed(report, format!("{kind} hook {index}: {e}")),
+    };
+    let fail = |what: String| {
+        let path = hook.path().display();
+        shim_failed(report, format!("{kind} hook {index} ({path}): {what}"))
+    };
+    let mut text = String::new();
+    if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
+        return fail(format!("reading its state: {e}"));
+    }
+    let mut state: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("its state: {e}")),
+    };
+    state["status"] = "created".into();
+    state["bundle"] = bundle.display().to_string().into();
+    if state["annotations"]
+        .as_object()
+        .is_some_and(|a| a.is_empty())
+    {
+        // Left out when empty, as `state` and runc give it.
+        state.as_object_mut().map(|s| s.remove("annotations"));
+    }
+    match run_one(&hook, state.to_string().as_bytes()) {
+        Ok(()) => 0,
+        Err(what) => fail(what),
+    }
+}
+
+fn shim_failed(report: &Path, line: String) -> i32 {
+    if std::fs::write(report, &line).is_err() {
+        eprintln!("runsbx: error: {line}");
+    }
+    1
+}
+
+/// Why a prestart or createRuntime hook failed, as its shim wrote it
+/// (`run_shim`); `None` when no hook failed.
+pub fn shim_report(report: &Path) -> Option<HookError> {
+    std::fs::read_to_string(report)
+        .ok()
+        .map(HookError::Reported)
 }
 
 /// The state a hook reads on stdin (runtime-spec, "State").
@@ -135,32 +196,9 @@ pub struct State<'a> {
 
 #[derive(Debug, thiserror::Error)]
 pub enum HookError {
-    #[error("{kind} hook {index} ({path}): {what}")]
-    Failed {
-        kind: &'static str,
-        index: usize,
-        path: String,
-        what: String,
-    },
-}
-
-/// Runs `hooks` in order; the first that fails stops the rest and is the
-/// error (prestart, createRuntime).
-pub fn run_all(
-    kind: &'static str,
-    hooks: &[Hook],
-    state: &State<'_>,
-) -> std::result::Result<(), HookError> {
-    let input = state_json(state);
-    for (index, hook) in hooks.iter().enumerate() {
-        run_one(hook, &input).map_err(|what| HookError::Failed {
-            kind,
-            index,
-            path: hook.path().display().to_string(),
-            what,
-        })?;
-    }
-    Ok(())
+    /// What a `hook-shim` wrote: `KIND hook INDEX (PATH): WHY`.
+    #[error("{0}")]
+    Reported(String),
 }
 
 /// Runs every one of `hooks`; one that fails is a warning and the others go
@@ -307,7 +345,7 @@ mod tests {
             &format!("cat > {0}; echo \"$0 $A\" >> {0}", out.display()),
             None,
         );
-        run_all("prestart", &[hook], &state(dir.path())).unwrap();
+        run_one(&hook, &state_json(&state(dir.path()))).unwrap();
         let text = std::fs::read_to_string(&out).unwrap();
         let (json, tail) = text.split_at(text.find('}').unwrap() + 1);
         let v: serde_json::Value = serde_json::from_str(json).unwrap();
@@ -319,7 +357,7 @@ mod tests {
     }
 
     #[test]
-    fn the_first_failure_stops_the_rest_and_names_the_hook() {
+    fn a_failure_says_why_and_run_warn_goes_on_past_it() {
         let dir = tempfile::tempdir().unwrap();
         let after = dir.path().join("after");
         let hooks = [
@@ -327,13 +365,11 @@ mod tests {
             sh("exit 3", None),
             sh(&format!("touch {}", after.display()), None),
         ];
-        let err = run_all("prestart", &hooks, &state(dir.path())).unwrap_err();
+        let input = state_json(&state(dir.path()));
         assert_eq!(
-            err.to_string(),
-            "prestart hook 1 (/bin/sh): exited with status 3"
+            run_one(&hooks[1], &input).unwrap_err(),
+            "exited with status 3"
         );
-        assert!(!after.exists());
-        // run_warn goes on past it.
         run_warn("poststart", &hooks, &state(dir.path()));
         assert!(after.exists());
     }
@@ -342,11 +378,9 @@ mod tests {
     fn a_hook_past_its_timeout_is_killed() {
         let dir = tempfile::tempdir().unwrap();
         let t = Instant::now();
-        let err = run_all("prestart", &[sh("sleep 30", Some(1))], &state(dir.path())).unwrap_err();
-        assert!(
-            err.to_string().ends_with("timed out after 1 s; killed"),
-            "{err}"
-        );
+        let input = state_json(&state(dir.path()));
+        let err = run_one(&sh("sleep 30", Some(1)), &input).unwrap_err();
+        assert!(err.ends_with("timed out after 1 s; killed"), "{err}");
         assert!(t.elapsed() < Duration::from_secs(5));
     }
 
@@ -357,12 +391,8 @@ mod tests {
             .path("/nonexistent/hook")
             .build()
             .unwrap();
-        let err = run_all("createRuntime", &[hook], &state(dir.path())).unwrap_err();
-        assert!(
-            err.to_string()
-                .starts_with("createRuntime hook 0 (/nonexistent/hook): cannot run:"),
-            "{err}"
-        );
+        let err = run_one(&hook, &state_json(&state(dir.path()))).unwrap_err();
+        assert!(err.starts_with("cannot run:"), "{err}");
     }
 
     #[test]
@@ -386,16 +416,54 @@ mod tests {
     }
 
     #[test]
-    fn only_runtime_hooks_are_taken_out() {
+    fn libcontainer_runs_prestart_and_create_runtime_through_the_shim_only() {
         let mut raw = serde_json::json!({"hooks": {
-            "prestart": [{"path": "/a"}], "createRuntime": [{"path": "/b"}],
+            "prestart": [{"path": "/a", "timeout": 5}], "createRuntime": [{"path": "/b"}],
             "createContainer": [{"path": "/c"}], "startContainer": [{"path": "/d"}],
             "poststart": [{"path": "/e"}], "poststop": [{"path": "/f"}]}});
         assert!(has_runtime_hooks(&raw));
-        without_runtime_hooks(&mut raw);
-        assert!(!has_runtime_hooks(&raw));
+        for_libcontainer(&mut raw, Path::new("/b/dir"), Path::new("/r/hook-error"));
         let keys: Vec<_> = raw["hooks"].as_object().unwrap().keys().cloned().collect();
-        assert_eq!(keys, ["createContainer", "startContainer"]);
+        assert_eq!(
+            keys,
+            [
+                "createContainer",
+                "createRuntime",
+                "prestart",
+                "startContainer"
+            ]
+        );
+        assert_eq!(
+            raw["hooks"]["createContainer"],
+            serde_json::json!([{"path": "/c"}])
+        );
+        let shim = &raw["hooks"]["prestart"][0];
+        assert_eq!(shim["path"], "/proc/self/exe");
+        // The shim enforces the hook's timeout itself, with the hook's env.
+        assert!(shim.get("timeout").is_none() && shim.get("env").is_none());
+        let args: Vec<&str> = shim["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "runsbx",
+                "hook-shim",
+                "--kind",
+                "prestart",
+                "--index",
+                "0",
+                "--bundle",
+                "/b/dir",
+                "--report",
+                "/r/hook-error",
+                "--hook",
+                r#"{"path":"/a","timeout":5}"#
+            ]
+        );
         assert!(!has_runtime_hooks(
             &serde_json::json!({"hooks": {"prestart": []}})
         ));

@@ -103,6 +103,27 @@ pub enum Command {
     Check(Check),
     /// Write a Jupyter kernelspec whose kernel runs under `sandbox --jupyter`.
     Kernelspec(Kernelspec),
+    /// (internal) What libcontainer runs for a prestart or createRuntime
+    /// hook of a `create`: runs the hook told `created` (runtime/hooks.rs).
+    #[command(hide = true)]
+    HookShim(HookShim),
+}
+
+#[derive(Debug, Args)]
+pub struct HookShim {
+    #[arg(long)]
+    pub kind: String,
+    #[arg(long)]
+    pub index: usize,
+    /// The real bundle, which the hook is told.
+    #[arg(long)]
+    pub bundle: PathBuf,
+    /// Where to write why the hook failed.
+    #[arg(long)]
+    pub report: PathBuf,
+    /// The hook, as config.json has it (JSON).
+    #[arg(long)]
+    pub hook: String,
 }
 
 #[derive(Debug, Args)]

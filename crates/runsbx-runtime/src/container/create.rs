@@ -63,13 +63,21 @@ impl Runtime {
             true => PendingReport::pipe()?,
             false => PendingReport::new(&self.root, &opts.id)?,
         };
-        let (container, report) = self.fork_init(&opts, &mut plan, report, &dir, copy.as_ref())?;
+        let forked = self.fork_init(&opts, &mut plan, report, &dir, copy.as_ref());
         // libcontainer has read it and forked.
         drop(copy);
-        let recorded = self
-            .record(&opts.id, &mut plan, &container, report, &dir)
-            .and_then(|starttime| create_hooks(&plan, &container).map(|()| starttime));
-        match recorded {
+        let (container, report) = match forked {
+            Ok(v) => v,
+            Err(e) => {
+                if let RuntimeError::Hook(_) = e {
+                    // The runtime-spec: a failed prestart or createRuntime
+                    // hook stops the container, then poststop runs.
+                    self.poststop_after_failed_create(&opts.id, &plan);
+                }
+                return Err(e);
+            }
+        };
+        match self.record(&opts.id, &mut plan, &container, report, &dir) {
             Ok(starttime) => Ok(Owned {
                 container,
                 starttime,
@@ -77,13 +85,6 @@ impl Runtime {
             }),
             Err(e) => {
                 self.remove_leftovers(&opts.id, &dir);
-                if let RuntimeError::Hook(_) = e {
-                    // The runtime-spec: a failed prestart or createRuntime
-                    // hook stops the container, then poststop runs.
-                    let later = crate::hooks::Later::of(&plan.bundle.spec).unwrap_or_default();
-                    let state = super::hook_state(&container, "stopped");
-                    crate::hooks::run_warn("poststop", &later.poststop, &state);
-                }
                 Err(e)
             }
         }
@@ -188,11 +189,18 @@ impl Runtime {
     /// of rootless.rs.
     fn shown(&self, id: &str, plan: &mut Plan) -> Result<Option<crate::rootless::ConfigCopy>> {
         let bundle = &plan.bundle;
+        let real = fs::canonicalize(&bundle.dir).unwrap_or_else(|_| bundle.dir.clone());
+        let hooks = (
+            real.as_path(),
+            crate::rootless::ConfigCopy::hook_report(&self.root, id),
+        );
+        let hooks = (hooks.0, hooks.1.as_path());
         let write = |raw: &serde_json::Value| {
-            crate::rootless::ConfigCopy::write(raw, &bundle.rootfs(), &self.root, id).map(Some)
+            crate::rootless::ConfigCopy::write(raw, &bundle.rootfs(), &real, &self.root, id)
+                .map(Some)
         };
         if plan.rootless {
-            let raw = shown_config(&bundle.raw, id, &[], false, &mut plan.without_nnp)
+            let raw = shown_config(&bundle.raw, id, &[], false, &mut plan.without_nnp, hooks)
                 .unwrap_or_else(|| bundle.raw.clone());
             return write(&crate::rootless::rootless_config(&raw, id)?);
         }
@@ -204,7 +212,8 @@ impl Runtime {
         if named {
             crate::cgroup::check_default_cgroup_free(id)?;
         }
-        let Some(raw) = shown_config(&bundle.raw, id, &binds, named, &mut plan.without_nnp) else {
+        let Some(raw) = shown_config(&bundle.raw, id, &binds, named, &mut plan.without_nnp, hooks)
+        else {
             return Ok(None);
         };
         if let Some(owner) = owner {
@@ -251,7 +260,11 @@ impl Runtime {
         match built {
             Ok(container) => Ok((container, report)),
             Err(e) => {
-                let e = with_notes(e, &notes, &plan.bundle);
+                let report_path = crate::rootless::ConfigCopy::hook_report(&self.root, &opts.id);
+                let e = match (copy, crate::hooks::shim_report(&report_path)) {
+                    (Some(_), Some(hook)) => RuntimeError::Hook(hook),
+                    _ => with_notes(e, &notes, &plan.bundle),
+                };
                 report.abandon();
                 // libcontainer leaves its state dir behind when it fails
                 // before its own clean-up runs (spec or console errors).
@@ -370,6 +383,31 @@ impl Runtime {
         Ok(container)
     }
 
+    /// The poststop hooks after a prestart or createRuntime hook failed the
+    /// create: the container never was, so they are told `stopped` without
+    /// a pid.
+    fn poststop_after_failed_create(&self, id: &str, plan: &Plan) {
+        let later = crate::hooks::Later::of(&plan.bundle.spec).unwrap_or_default();
+        if later.poststop.is_empty() {
+            return;
+        }
+        let bundle = fs::canonicalize(&plan.bundle.dir).unwrap_or_else(|_| plan.bundle.dir.clone());
+        let state = crate::hooks::State {
+            oci_version: super::OCI_VERSION,
+            id,
+            status: "stopped",
+            pid: None,
+            bundle: &bundle,
+            annotations: plan
+                .bundle
+                .spec
+                .annotations()
+                .as_ref()
+                .filter(|a| !a.is_empty()),
+        };
+        crate::hooks::run_warn("poststop", &later.poststop, &state);
+    }
+
     fn remove_leftovers(&self, id: &str, dir: &Path) {
         if !dir.exists() {
             return;
@@ -385,7 +423,8 @@ impl Runtime {
 /// What libcontainer is shown of the bundle's config.json where it must
 /// differ from the file (`None`: the file as it is). Every change runsbx
 /// makes to it is here: the read-only binds it made itself left out, runc's
-/// cgroup name when `named`, the hooks it runs itself left out, and for a
+/// cgroup name when `named`, poststart and poststop left out and prestart
+/// and createRuntime run through runsbx's hook shim (hooks.rs), and for a
 /// filter loaded without no_new_privs (`without_nnp`) CAP_SYS_ADMIN kept,
 /// recording where (nnp.rs). (Rootless, `ConfigView::bind` also replaces
 /// linux.cgroupsPath.)
@@ -395,6 +434,7 @@ fn shown_config(
     binds: &[crate::prebind::PreBind],
     named: bool,
     without_nnp: &mut Option<crate::nnp::Kept>,
+    (bundle, hook_report): (&Path, &Path),
 ) -> Option<serde_json::Value> {
     let hooks = crate::hooks::has_runtime_hooks(raw);
     if binds.is_empty() && !named && !hooks && without_nnp.is_none() {
@@ -404,35 +444,11 @@ fn shown_config(
     if named {
         raw = with_default_cgroup(raw, id);
     }
-    crate::hooks::without_runtime_hooks(&mut raw);
+    crate::hooks::for_libcontainer(&mut raw, bundle, hook_report);
     if let Some(kept) = without_nnp {
         *kept = crate::nnp::keep_admin(&mut raw);
     }
     Some(raw)
-}
-
-/// The prestart, then createRuntime hooks, once create is done (state.json
-/// says `created`, as the hooks are told). One that fails SIGKILLs init and
-/// fails the create; the caller removes the rest.
-fn create_hooks(plan: &Plan, container: &Container) -> Result<()> {
-    let hooks = crate::hooks::at_create(&plan.bundle.spec);
-    if hooks.iter().all(|(_, h)| h.is_empty()) {
-        return Ok(());
-    }
-    let state = super::hook_state(container, "created");
-    let failed = hooks
-        .iter()
-        .try_for_each(|(kind, h)| crate::hooks::run_all(kind, h, &state));
-    if failed.is_err() {
-        // Init is this process's child (libcontainer clones it with
-        // CLONE_PARENT) and not reaped yet: its pid is still its own. Killed
-        // here because a container without a cgroup has nothing else for
-        // the clean-up to find it by.
-        if let Some(pid) = container.pid() {
-            let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
-        }
-    }
-    Ok(failed?)
 }
 
 /// `raw` with runc's default cgroup path for `id` (see

@@ -31,20 +31,28 @@ impl Runtime {
     }
 
     fn view(&self, c: &Container) -> StateView {
-        let status = c.status();
+        let mut status = c.status();
         let pid = match status {
             ContainerStatus::Stopped => 0,
             _ => c.pid().map(|p| p.as_raw()).unwrap_or(0),
         };
-        let rootfs = Bundle::load(c.bundle())
+        // Mid-create (prestart and createRuntime hooks run then): no pid
+        // recorded yet, which libcontainer reads as stopped, and the bundle
+        // recorded is create's config copy until create writes the real one.
+        let copy = crate::rootless::ConfigCopy::real_bundle(c.bundle());
+        if pid == 0 && copy.is_some() {
+            status = ContainerStatus::Creating;
+        }
+        let bundle = copy.unwrap_or_else(|| c.bundle().clone());
+        let rootfs = Bundle::load(&bundle)
             .map(|b| b.rootfs())
-            .unwrap_or_else(|_| c.bundle().join("rootfs"));
+            .unwrap_or_else(|_| bundle.join("rootfs"));
         StateView {
             oci_version: super::OCI_VERSION.into(),
             id: c.id().to_string(),
             pid,
             status: status_name(status),
-            bundle: c.bundle().clone(),
+            bundle,
             rootfs,
             created: c
                 .created()

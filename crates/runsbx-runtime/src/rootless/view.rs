@@ -1,5 +1,6 @@
 //! The config.json libcontainer sees rootless, bound over the real one.
 use std::fs;
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
@@ -77,6 +78,9 @@ impl Drop for ConfigView {
     }
 }
 
+/// The file in a [`ConfigCopy`]'s directory naming the real bundle.
+const REAL_BUNDLE: &str = "real-bundle";
+
 /// The config.json `create` shows libcontainer, in a bundle directory of
 /// runsbx's own (`ROOT/.ID.PID.bundle/`) handed to libcontainer in place of
 /// the real one, with `root.path` made absolute; removed on drop, once
@@ -93,10 +97,11 @@ impl ConfigCopy {
     pub fn write(
         raw: &serde_json::Value,
         rootfs: &Path,
+        bundle: &Path,
         state_root: &Path,
         id: &str,
     ) -> Result<Self> {
-        let dir = state_root.join(format!(".{id}.{}.bundle", std::process::id()));
+        let dir = Self::dir_for(state_root, id);
         let mut raw = raw.clone();
         raw["root"]["path"] = serde_json::Value::String(rootfs.display().to_string());
         let text = serde_json::to_vec(&raw).map_err(|e| RuntimeError::Spec(e.to_string()))?;
@@ -106,11 +111,36 @@ impl ConfigCopy {
         let file = copy.dir.join("config.json");
         fs::write(&file, text)
             .map_err(|e| RuntimeError::io(format!("write {}", file.display()), e))?;
+        let file = copy.dir.join(REAL_BUNDLE);
+        fs::write(&file, bundle.as_os_str().as_encoded_bytes())
+            .map_err(|e| RuntimeError::io(format!("write {}", file.display()), e))?;
         Ok(copy)
+    }
+
+    /// The real bundle of a copy's directory, as libcontainer records it
+    /// while a create runs (`None`: `dir` is no copy, or it is gone).
+    pub fn real_bundle(dir: &Path) -> Option<PathBuf> {
+        let name = dir.file_name()?.to_str()?;
+        if !(name.starts_with('.') && name.ends_with(".bundle")) {
+            return None;
+        }
+        let text = fs::read(dir.join(REAL_BUNDLE)).ok()?;
+        Some(PathBuf::from(std::ffi::OsString::from_vec(text)))
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Where this process's copy for `id` is (or will be) written.
+    pub fn dir_for(state_root: &Path, id: &str) -> PathBuf {
+        state_root.join(format!(".{id}.{}.bundle", std::process::id()))
+    }
+
+    /// Where a prestart or createRuntime hook's shim writes why it failed
+    /// (hooks.rs), inside the copy's directory: gone with it.
+    pub fn hook_report(state_root: &Path, id: &str) -> PathBuf {
+        Self::dir_for(state_root, id).join("hook-error")
     }
 }
 

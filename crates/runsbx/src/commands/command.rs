@@ -46,6 +46,7 @@ impl Command {
             Command::Selftest(_) => "selftest",
             Command::Check(_) => "check",
             Command::Kernelspec(_) => "kernelspec",
+            Command::HookShim(_) => "hook-shim",
         }
     }
 }

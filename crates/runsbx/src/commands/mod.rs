@@ -115,6 +115,9 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<u8> {
         Command::Selftest(a) => selftest::run(ctx, a),
         Command::Check(a) => check::run(ctx, a).map(|_| 0),
         Command::Kernelspec(a) => kernelspec::run(a).map(|_| 0),
+        Command::HookShim(a) => Ok(runsbx_runtime::hooks::run_shim(
+            &a.kind, a.index, &a.hook, &a.bundle, &a.report,
+        ) as u8),
     }
 }
 
