@@ -244,7 +244,7 @@ fn events_stats_prints_runcs_shape() {
 }
 
 /// Without --stats: a stats line every interval until the container
-/// exits, then events exits 0; an OOM kill is an `oom` line.
+/// exits, then events exits 0; each OOM kill is an `oom` line.
 #[test]
 fn events_stream_until_the_container_stops_with_oom() {
     let env = Env::new();
@@ -267,11 +267,8 @@ fn events_stream_until_the_container_stops_with_oom() {
         kinds.iter().filter(|k| **k == "stats").count() >= 2,
         "{kinds:?}"
     );
-    assert_eq!(
-        kinds.iter().filter(|k| **k == "oom").count(),
-        1,
-        "{kinds:?}"
-    );
+    // One `oom` per kill: the kernel may kill both sh and head.
+    assert!(kinds.contains(&"oom"), "{kinds:?}");
     assert!(lines.iter().all(|l| l["id"] == id.as_str()));
     assert_eq!(env.state(&id)["status"], "stopped");
     env.ok(&["delete", &id]);
