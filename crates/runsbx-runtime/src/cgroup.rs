@@ -56,25 +56,27 @@ pub(crate) fn oom_kills(c: &Container) -> u64 {
 /// update does not change it behind the container's back.
 pub(crate) fn apply_resources(
     c: &Container,
+    m: &libcgroups::common::AnyCgroupManager,
     resources: &libcontainer::oci_spec::runtime::LinuxResources,
     disable_oom_killer: bool,
 ) -> Result<()> {
     use libcgroups::common::{CgroupManager, ControllerOpt};
-    manager(c)?
-        .apply(&ControllerOpt {
-            resources,
-            disable_oom_killer,
-            oom_score_adj: None,
-            freezer_state: None,
-        })
-        .map_err(|e| RuntimeError::cgroup(format!("container {:?}: cgroup", c.id()), e))
+    m.apply(&ControllerOpt {
+        resources,
+        disable_oom_killer,
+        oom_score_adj: None,
+        freezer_state: None,
+    })
+    .map_err(|e| RuntimeError::cgroup(format!("container {:?}: cgroup", c.id()), e))
 }
 
-/// The container's cgroup statistics (`events`).
-pub(crate) fn stats(c: &Container) -> Result<libcgroups::stats::Stats> {
+/// The container's cgroup statistics (`events`), through its manager `m`.
+pub(crate) fn stats(
+    c: &Container,
+    m: &libcgroups::common::AnyCgroupManager,
+) -> Result<libcgroups::stats::Stats> {
     use libcgroups::common::CgroupManager;
-    manager(c)?
-        .stats()
+    m.stats()
         .map_err(|e| RuntimeError::cgroup(format!("container {:?}: cgroup statistics", c.id()), e))
 }
 

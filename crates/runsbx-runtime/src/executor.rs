@@ -170,14 +170,17 @@ impl SandboxExecutor {
             }
             crate::sys::seccomp::load(&program)
                 .map_err(|e| format!("seccomp: loading the filter: {e}"))?;
-            if let Some(kept) = self.without_nnp {
-                kept.give_back().map_err(|e| {
-                    format!(
-                        "seccomp: dropping the CAP_SYS_ADMIN kept to load the filter without \
-                         no_new_privs: {e} (the profile must allow capset, as under runc)"
-                    )
-                })?;
-            }
+        }
+        // Outside the seccomp branch: whatever kept CAP_SYS_ADMIN, it never
+        // reaches the workload's execve (nnp.rs says why it could not
+        // survive it anyway).
+        if let Some(kept) = self.without_nnp {
+            kept.give_back().map_err(|e| {
+                format!(
+                    "seccomp: dropping the CAP_SYS_ADMIN kept to load the filter without \
+                     no_new_privs: {e} (the profile must allow capset, as under runc)"
+                )
+            })?;
         }
         let err = nix::unistd::execv(&cpath, &cargs).unwrap_err();
         Err(format!("exec {}: {}", path.display(), err.desc()))

@@ -26,16 +26,20 @@ use serde_json::Value;
 
 const ADMIN: &str = "CAP_SYS_ADMIN";
 
-/// Whether init must load the spec's seccomp filter without no_new_privs:
-/// a filter to load, no Landlock layer (which needs no_new_privs anyway),
-/// and a process that does not ask for no_new_privs.
-pub fn seccomp_without_nnp(spec: &Spec, has_seccomp: bool, has_landlock: bool) -> bool {
-    let asked = spec
-        .process()
+/// Whether a container's process (init, or one `exec` adds) must load its
+/// seccomp filter without no_new_privs: a filter to load, no Landlock layer
+/// (which needs no_new_privs anyway), and a process that does not `ask` for
+/// no_new_privs.
+pub fn seccomp_without_nnp(asked: bool, has_seccomp: bool, has_landlock: bool) -> bool {
+    has_seccomp && !has_landlock && !asked
+}
+
+/// Whether `spec`'s process asks for no_new_privs (absent: no).
+pub fn asks(spec: &Spec) -> bool {
+    spec.process()
         .as_ref()
         .and_then(|p| p.no_new_privileges())
-        .unwrap_or(false);
-    has_seccomp && !has_landlock && !asked
+        .unwrap_or(false)
 }
 
 /// The capability sets runsbx added CAP_SYS_ADMIN to, for the Executor to
@@ -108,14 +112,18 @@ mod tests {
     #[test]
     fn only_a_filter_without_landlock_or_nnp_loads_without_it() {
         let user = json!({"uid": 0, "gid": 0});
-        let plain = spec(json!({"cwd": "/", "user": user}));
-        let off = spec(json!({"cwd": "/", "user": user, "noNewPrivileges": false}));
-        let on = spec(json!({"cwd": "/", "user": user, "noNewPrivileges": true}));
-        assert!(seccomp_without_nnp(&plain, true, false));
-        assert!(seccomp_without_nnp(&off, true, false));
-        assert!(!seccomp_without_nnp(&on, true, false));
-        assert!(!seccomp_without_nnp(&off, false, false));
-        assert!(!seccomp_without_nnp(&off, true, true));
+        let plain = asks(&spec(json!({"cwd": "/", "user": user})));
+        let off = asks(&spec(
+            json!({"cwd": "/", "user": user, "noNewPrivileges": false}),
+        ));
+        let on = asks(&spec(
+            json!({"cwd": "/", "user": user, "noNewPrivileges": true}),
+        ));
+        assert!(seccomp_without_nnp(plain, true, false));
+        assert!(seccomp_without_nnp(off, true, false));
+        assert!(!seccomp_without_nnp(on, true, false));
+        assert!(!seccomp_without_nnp(off, false, false));
+        assert!(!seccomp_without_nnp(off, true, true));
     }
 
     #[test]

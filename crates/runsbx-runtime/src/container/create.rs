@@ -82,6 +82,9 @@ impl Runtime {
                 container,
                 starttime,
                 cgroup_free: plan.cgroup_free,
+                poststart: crate::hooks::Later::of(&plan.bundle.spec)
+                    .map(|l| l.poststart)
+                    .unwrap_or_default(),
             }),
             Err(e) => {
                 self.remove_leftovers(&opts.id, &dir);
@@ -136,7 +139,7 @@ impl Runtime {
             )?;
         }
         let without_nnp = crate::nnp::seccomp_without_nnp(
-            &bundle.spec,
+            crate::nnp::asks(&bundle.spec),
             seccomp.is_some(),
             !policy.landlock.is_empty(),
         )
@@ -188,15 +191,12 @@ impl Runtime {
     /// made here by runsbx first (see prebind.rs). Rootless: the cgroup path
     /// of rootless.rs.
     fn shown(&self, id: &str, plan: &mut Plan) -> Result<Option<crate::rootless::ConfigCopy>> {
+        // Bundle::load made `bundle.dir` canonical.
         let bundle = &plan.bundle;
-        let real = fs::canonicalize(&bundle.dir).unwrap_or_else(|_| bundle.dir.clone());
-        let hooks = (
-            real.as_path(),
-            crate::rootless::ConfigCopy::hook_report(&self.root, id),
-        );
-        let hooks = (hooks.0, hooks.1.as_path());
+        let report = crate::rootless::ConfigCopy::hook_report(&self.root, id);
+        let hooks = (bundle.dir.as_path(), report.as_path());
         let write = |raw: &serde_json::Value| {
-            crate::rootless::ConfigCopy::write(raw, &bundle.rootfs(), &real, &self.root, id)
+            crate::rootless::ConfigCopy::write(raw, &bundle.rootfs(), &bundle.dir, &self.root, id)
                 .map(Some)
         };
         if plan.rootless {
@@ -376,8 +376,7 @@ impl Runtime {
         if copy.is_some() {
             // libcontainer recorded the copy's directory as the bundle;
             // `state`, the hooks and `exec` must find the real one.
-            container.state.bundle = fs::canonicalize(&bundle.dir)
-                .map_err(|e| RuntimeError::io(format!("bundle {}", bundle.dir.display()), e))?;
+            container.state.bundle = bundle.dir.clone();
             container.save().map_err(lc)?;
         }
         Ok(container)
@@ -391,13 +390,12 @@ impl Runtime {
         if later.poststop.is_empty() {
             return;
         }
-        let bundle = fs::canonicalize(&plan.bundle.dir).unwrap_or_else(|_| plan.bundle.dir.clone());
         let state = crate::hooks::State {
             oci_version: super::OCI_VERSION,
             id,
             status: "stopped",
             pid: None,
-            bundle: &bundle,
+            bundle: &plan.bundle.dir,
             annotations: plan
                 .bundle
                 .spec
@@ -426,7 +424,7 @@ impl Runtime {
 /// cgroup name when `named`, poststart and poststop left out and prestart
 /// and createRuntime run through runsbx's hook shim (hooks.rs), and for a
 /// filter loaded without no_new_privs (`without_nnp`) CAP_SYS_ADMIN kept,
-/// recording where (nnp.rs). (Rootless, `ConfigView::bind` also replaces
+/// recording where (nnp.rs). (Rootless, `rootless_config` also replaces
 /// linux.cgroupsPath.)
 fn shown_config(
     raw: &serde_json::Value,

@@ -37,15 +37,23 @@ impl Runtime {
         if rootless {
             crate::rootless::check_exec_user(&bundle.spec, opts.user)?;
         }
-        let without_nnp = seccomp.is_some()
-            && sidecar.policy.landlock.is_empty()
-            && !opts.no_new_privs
-            && !asks_no_new_privs(&opts, &bundle)?;
+        // The --process file, read once here (libcontainer reads it again).
+        let given = opts.process.as_deref().map(read_process).transpose()?;
+        // Its noNewPrivileges, else the container's (libcontainer's order).
+        let asked = match &given {
+            Some(p) => p["noNewPrivileges"].as_bool().unwrap_or(false),
+            None => crate::nnp::asks(&bundle.spec),
+        };
+        let without_nnp = crate::nnp::seccomp_without_nnp(
+            asked || opts.no_new_privs,
+            seccomp.is_some(),
+            !sidecar.policy.landlock.is_empty(),
+        );
         // The process file libcontainer reads, and what init keeps for a
         // filter loaded without no_new_privs (nnp.rs).
-        let (process, kept) = match (&opts.process, without_nnp) {
-            (Some(path), true) => {
-                let (view, kept) = ProcessView::keeping_admin(path, &self.dir(&opts.id))?;
+        let (process, kept) = match (&given, without_nnp) {
+            (Some(p), true) => {
+                let (view, kept) = ProcessView::keeping_admin(p, &self.dir(&opts.id))?;
                 (Some(view), Some(kept))
             }
             _ => (None, None),
@@ -93,14 +101,11 @@ impl Runtime {
             // like init.
             crate::premount::without_cgroups()?;
         }
-        // libcontainer reads --process itself and reports an unreadable one.
-        if let Some(p) = &opts.process {
-            let adj = std::fs::read(p)
-                .ok()
-                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-                .and_then(|v| v["oomScoreAdj"].as_i64())
+        if let (Some(p), Some(path)) = (&given, &opts.process) {
+            let adj = p["oomScoreAdj"]
+                .as_i64()
                 .and_then(|n| i32::try_from(n).ok());
-            super::set_oom_score_adj(adj, &format!("--process {}: oomScoreAdj", p.display()))?;
+            super::set_oom_score_adj(adj, &format!("--process {}: oomScoreAdj", path.display()))?;
         }
         let executor = SandboxExecutor {
             without_nnp: kept,
@@ -173,23 +178,6 @@ impl Runtime {
     }
 }
 
-/// Whether the exec'd process asks for no_new_privs: its process file's
-/// `noNewPrivileges`, else the container's (libcontainer's order).
-fn asks_no_new_privs(opts: &ExecOptions, bundle: &Bundle) -> Result<bool> {
-    let process = match &opts.process {
-        Some(path) => read_process(path)?,
-        None => {
-            return Ok(bundle
-                .spec
-                .process()
-                .as_ref()
-                .and_then(|p| p.no_new_privileges())
-                .unwrap_or(false))
-        }
-    };
-    Ok(process["noNewPrivileges"].as_bool().unwrap_or(false))
-}
-
 fn read_process(path: &std::path::Path) -> Result<serde_json::Value> {
     let text =
         std::fs::read(path).map_err(|e| RuntimeError::io(format!("read {}", path.display()), e))?;
@@ -207,10 +195,10 @@ struct ProcessView {
 
 impl ProcessView {
     fn keeping_admin(
-        from: &std::path::Path,
+        process: &serde_json::Value,
         state_dir: &std::path::Path,
     ) -> Result<(Self, crate::nnp::Kept)> {
-        let mut raw = serde_json::json!({ "process": read_process(from)? });
+        let mut raw = serde_json::json!({ "process": process });
         let kept = crate::nnp::keep_admin(&mut raw);
         let path = state_dir.join(format!(".exec.{}.process.json", std::process::id()));
         let view = Self { path };

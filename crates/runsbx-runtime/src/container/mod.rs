@@ -220,6 +220,8 @@ pub struct Owned {
     starttime: Option<u64>,
     /// Made without a cgroup (`needs_no_cgroup`).
     cgroup_free: bool,
+    /// Its poststart hooks (runsbx.json has them too), for `start_owned`.
+    poststart: Vec<libcontainer::oci_spec::runtime::Hook>,
 }
 
 /// The runtime-spec state of a container, with runc's extra fields.

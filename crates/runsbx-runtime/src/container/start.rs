@@ -1,6 +1,7 @@
 //! `start`: release a created init and wait for its report.
 
 use libcontainer::container::{Container, ContainerStatus};
+use libcontainer::oci_spec::runtime::Hook;
 
 use super::lock::{CreateLock, LockFile};
 use super::sidecar::read_hooks;
@@ -11,11 +12,10 @@ use crate::report::ReportReader;
 impl Runtime {
     pub fn start(&self, id: &str) -> Result<()> {
         let mut c = self.load(id)?;
-        // Stops: a start while the create is still running its prestart and
-        // createRuntime hooks (state.json says `created` then, as the hooks
-        // are told): the workload would run before they are done. A dead
-        // create's lock file is left as found, for `delete` to find its
-        // orphans by.
+        // Stops: a start between libcontainer's `created` in state.json and
+        // the end of create (loopback, disableOOMKiller, runsbx.json): the
+        // workload would run before they are done. A dead create's lock file
+        // is left as found, for `delete` to find its orphans by.
         match CreateLock::try_take_existing(&self.root, id)? {
             LockFile::Held => {
                 return Err(RuntimeError::Busy {
@@ -27,15 +27,18 @@ impl Runtime {
             LockFile::Absent => {}
         }
         require(&c, "start", "created", |s| s == ContainerStatus::Created)?;
-        self.start_loaded(&mut c)
+        let poststart = read_hooks(&self.dir(id)).poststart;
+        self.start_loaded(&mut c, &poststart)
     }
 
-    /// `start` of the container this process just created.
+    /// `start` of the container this process just created: its poststart
+    /// hooks are the ones it recorded, not read back.
     pub fn start_owned(&self, o: &mut Owned) -> Result<()> {
-        self.start_loaded(&mut o.container)
+        let poststart = std::mem::take(&mut o.poststart);
+        self.start_loaded(&mut o.container, &poststart)
     }
 
-    fn start_loaded(&self, c: &mut Container) -> Result<()> {
+    fn start_loaded(&self, c: &mut Container, poststart: &[Hook]) -> Result<()> {
         let id = c.id().to_string();
         let kept = self
             .reports
@@ -46,7 +49,6 @@ impl Runtime {
             Some(r) => Some(r),
             None => ReportReader::open(&self.dir(&id))?,
         };
-        let poststart = read_hooks(&self.dir(&id)).poststart;
         c.start()
             .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))?;
         if let Some(reader) = reader {
@@ -56,7 +58,7 @@ impl Runtime {
         // "after the user-specified process is executed"). A failure is a
         // warning, and start succeeds.
         if !poststart.is_empty() {
-            crate::hooks::run_warn("poststart", &poststart, &super::hook_state(c, "running"));
+            crate::hooks::run_warn("poststart", poststart, &super::hook_state(c, "running"));
         }
         Ok(())
     }

@@ -39,15 +39,7 @@ impl Runtime {
         // Mid-create (prestart and createRuntime hooks run then): no pid
         // recorded yet, which libcontainer reads as stopped, and the bundle
         // recorded is create's config copy until create writes the real one.
-        let in_root = c
-            .bundle()
-            .parent()
-            .map(fs::canonicalize)
-            .and_then(|p| p.ok())
-            == fs::canonicalize(&self.root).ok();
-        let copy = in_root
-            .then(|| crate::rootless::ConfigCopy::real_bundle(c.bundle()))
-            .flatten();
+        let copy = crate::rootless::ConfigCopy::real_bundle(c.bundle(), &self.root);
         if pid == 0 && copy.is_some() {
             status = ContainerStatus::Creating;
         }

@@ -40,9 +40,12 @@ impl Runtime {
                 .and_then(|m| m.disable_oom_killer())
                 .unwrap_or(false)
         };
-        if let Err(e) = cgroup::apply_resources(&c, &resources::to_apply(&new), oom(&new)) {
+        // One manager for both writes: building one scans mountinfo once per
+        // v1 controller.
+        let m = cgroup::manager(&c)?;
+        if let Err(e) = cgroup::apply_resources(&c, &m, &resources::to_apply(&new), oom(&new)) {
             if let Some(old) = &old {
-                let restored = cgroup::apply_resources(&c, &resources::to_apply(old), oom(old));
+                let restored = cgroup::apply_resources(&c, &m, &resources::to_apply(old), oom(old));
                 if let Err(r) = restored {
                     tracing::warn!("update {id}: restoring the old resources: {r}");
                 }
@@ -55,7 +58,7 @@ impl Runtime {
     /// `events --stats`: one stats event.
     pub fn stats_event(&self, id: &str) -> Result<Event> {
         let c = self.with_cgroup(id, "events", "read statistics from")?;
-        Ok(Event::stats(id, &cgroup::stats(&c)?))
+        Ok(Event::stats(id, &cgroup::stats(&c, &cgroup::manager(&c)?)?))
     }
 
     /// `events`: a stats event every `interval` and an `oom` event for
@@ -69,6 +72,8 @@ impl Runtime {
     ) -> Result<()> {
         let io = |e| RuntimeError::io(format!("events {id}: write"), e);
         let c = self.with_cgroup(id, "events", "read statistics from")?;
+        // Built once: a manager scans mountinfo once per v1 controller.
+        let m = cgroup::manager(&c)?;
         let mut ooms = cgroup::oom_kills(&c);
         let mut next = Instant::now();
         loop {
@@ -86,7 +91,7 @@ impl Runtime {
                 return Ok(());
             }
             if Instant::now() >= next {
-                match cgroup::stats(&c) {
+                match cgroup::stats(&c, &m) {
                     Ok(s) => emit(&Event::stats(id, &s)).map_err(io)?,
                     // As runc: a failed read is logged and the next tried.
                     Err(e) => tracing::warn!("{e}"),

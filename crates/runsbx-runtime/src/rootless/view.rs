@@ -118,10 +118,15 @@ impl ConfigCopy {
     }
 
     /// The real bundle of a copy's directory, as libcontainer records it
-    /// while a create runs (`None`: `dir` is no copy, or it is gone).
-    pub fn real_bundle(dir: &Path) -> Option<PathBuf> {
+    /// while a create runs (`None`: `dir` is no copy in `state_root`, or it
+    /// is gone). The name is looked at first: `state` asks on every call.
+    pub fn real_bundle(dir: &Path, state_root: &Path) -> Option<PathBuf> {
         let name = dir.file_name()?.to_str()?;
         if !(name.starts_with('.') && name.ends_with(".bundle")) {
+            return None;
+        }
+        // A bundle of the user's that happens to have such a name.
+        if fs::canonicalize(dir.parent()?).ok()? != fs::canonicalize(state_root).ok()? {
             return None;
         }
         let text = fs::read(dir.join(REAL_BUNDLE)).ok()?;
