@@ -69,7 +69,7 @@ REQUESTS = [
 
 # Only meaningful inside the sandbox (skipped with --bare).
 SANDBOX_ONLY = [
-    ("open('/etc/passwd').read()", expect_error("Error")),  # not bound, and Landlock
+    ("open('/etc/shadow').read()", expect_error("Error")),  # not bound, and Landlock
     ("print(x)", expect_stdout("2\n")),
 ]
 

@@ -210,7 +210,7 @@ fn unknown_signal_and_flag() {
     let b = env.bundle("b", &["sleep", "100"]);
     let id = unique_id("sig");
     env.ok(&["create", "--bundle", b.path(), &id]);
-    for sig in ["SIGFOO", "99", "0"] {
+    for sig in ["SIGFOO", "99", "65"] {
         let out = env.run(&["kill", &id, sig]);
         assert_one_line_error(&out, "unknown signal");
     }
@@ -720,4 +720,26 @@ fn apparmor_profile_on_a_host_without_apparmor_names_the_field() {
     );
     assert_one_line_error(&out, enabled);
     assert_clean(&env, &id);
+}
+
+/// `linux.resources.unified` on this cgroup v1 (hybrid) host: refused in one
+/// line, as runc ("invalid configuration"), nothing left; libcgroups' v1
+/// manager would leave it out silently.
+#[test]
+fn unified_resources_on_cgroup_v1_are_refused() {
+    assert!(
+        std::path::Path::new("/sys/fs/cgroup/pids/cgroup.procs").exists(),
+        "this test needs the pids controller on cgroup v1, as on these hybrid hosts"
+    );
+    let env = Env::new();
+    let mut b = env.bundle("b", &["true"]);
+    b.config["linux"]["resources"] = serde_json::json!({ "unified": { "memory.min": "131072" } });
+    b.save();
+    let id = unique_id("unified");
+    assert_one_line_error(
+        &env.run(&["run", "--bundle", b.path(), &id]),
+        "invalid configuration: cannot use unified on cgroup v1",
+    );
+    assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
+    assert!(cgroups_named(&id).is_empty(), "{:?}", cgroups_named(&id));
 }

@@ -19,6 +19,8 @@ mod common;
 mod node;
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use k8s_cri::v1 as cri;
@@ -418,4 +420,210 @@ fn one_pod(node: &Node, n: usize) {
     let log = node.log(&pod, &id);
     assert_eq!((st.exit_code, log.as_str()), (0, want.as_str()), "pod {n}");
     node.end(&pod, &id);
+}
+
+/// `runsbx sandbox` inside a pod, as an agent platform runs it (docs/where.md,
+/// issue 30): a busybox container with the node's /usr bound read-only, an
+/// emptyDir at /tmp, the kubelet's defaults (RuntimeDefault seccomp, the
+/// default capabilities, a masked /proc), under runc as most clusters run
+/// pods and under runsbx itself; as root and as uid 65534. Namespaces are
+/// unavailable there: the sandbox takes the landlock mode, says why on
+/// stderr in one line, and runs the workload, numpy and pandas, sqlite in its
+/// workdir and the REPL client's requests; selftest passes; a read outside
+/// the workdir is refused; nothing is left in the emptyDir. A privileged
+/// pod gets the namespace mode, silently.
+#[test]
+fn cri_pod_runs_the_sandbox_in_landlock_mode() {
+    let node = Node::start();
+    node.require_image(PAUSE);
+    node.require_image(BUSYBOX);
+    let repo = repo();
+    let ro = |host: &Path, at: &str| cri::Mount {
+        container_path: at.into(),
+        host_path: host.to_str().unwrap().into(),
+        readonly: true,
+        ..Default::default()
+    };
+    let py = "print(6*7)\ntry:\n    open('/etc/hostname').read()\n    print('READ')\n\
+              except OSError as e:\n    print('denied', e.errno)";
+    // (handler, runAsUser, runAsGroup, the cause announced; None:
+    // privileged, the namespace mode).
+    const USERNS: &str = "seccomp profile refuses a user namespace";
+    for (handler, uid, gid, cause) in [
+        ("runc", 0, None, Some("runs as root without CAP_SYS_ADMIN")),
+        ("runc", 65534, Some(65534), Some(USERNS)),
+        ("runsbx", 65534, Some(65534), Some(USERNS)),
+        // runAsUser alone leaves gid 0, which a non-root uid cannot leave:
+        // refused before anything runs, naming the fix.
+        ("runc", 65534, None, Some(USERNS)),
+        ("runc", 0, None, None),
+    ] {
+        let privileged = cause.is_none();
+        let what = format!("{handler} uid {uid} gid {gid:?} privileged {privileged}");
+        let suffix = match (privileged, gid) {
+            (true, _) => "-privileged",
+            (false, None) if uid != 0 => "-gid0",
+            _ => "",
+        };
+        let mut config = node.pod_config(&format!("where-{handler}-{uid}{suffix}"), false);
+        if privileged {
+            let sc = config
+                .linux
+                .as_mut()
+                .unwrap()
+                .security_context
+                .as_mut()
+                .unwrap();
+            sc.privileged = true;
+        }
+        let pod = node.run_pod_with(config, handler);
+        let mut cfg = container(&pod, "main", &["sleep", "1000"]);
+        let tmp = node.dir().join(format!("tmp-{handler}-{uid}{suffix}"));
+        fs::create_dir(&tmp).unwrap();
+        fs::set_permissions(&tmp, fs::Permissions::from_mode(0o1777)).unwrap();
+        cfg.mounts = vec![
+            ro(Path::new("/usr"), "/usr"),
+            ro(Path::new("/usr/lib"), "/lib"),
+            ro(Path::new("/usr/lib64"), "/lib64"),
+            // Debian's numpy finds its BLAS through /etc/alternatives.
+            ro(Path::new("/etc/alternatives"), "/etc/alternatives"),
+            ro(&runsbx_bin(), "/opt/runsbx/runsbx"),
+            // selftest finds its probe beside runsbx.
+            ro(&probe_bin(), "/opt/runsbx/runsbx-probe"),
+            ro(
+                &repo.join("hack/python-repl-client.py"),
+                "/opt/repl/hack/python-repl-client.py",
+            ),
+            ro(
+                &repo.join("bundles/python-repl/repl.py"),
+                "/opt/repl/bundles/python-repl/repl.py",
+            ),
+            cri::Mount {
+                container_path: "/tmp".into(),
+                host_path: tmp.to_str().unwrap().into(),
+                ..Default::default()
+            },
+        ];
+        let sc = cfg
+            .linux
+            .as_mut()
+            .unwrap()
+            .security_context
+            .as_mut()
+            .unwrap();
+        sc.run_as_user = Some(cri::Int64Value { value: uid });
+        sc.run_as_group = gid.map(|value| cri::Int64Value { value });
+        if privileged {
+            // What a kubelet sends for a privileged container.
+            sc.privileged = true;
+            sc.masked_paths.clear();
+            sc.readonly_paths.clear();
+        }
+        let id = node.create_start(&pod, cfg);
+
+        let sandbox = format!(
+            "exec /opt/runsbx/runsbx sandbox --status-fd 3 -- /usr/bin/python3 -c \"{py}\" 3>&1"
+        );
+        let r = node.exec(&id, &["sh", "-c", &sandbox]);
+        let (out, err) = (
+            String::from_utf8_lossy(&r.stdout),
+            String::from_utf8_lossy(&r.stderr),
+        );
+        if uid != 0 && gid.is_none() {
+            assert_eq!(r.exit_code, 125, "{what}: {out}\n{err}");
+            assert_eq!(out, "", "{what}");
+            assert!(
+                err.lines().count() == 1
+                    && err.starts_with("runsbx: error: ")
+                    && err.contains(USERNS)
+                    && err.contains("uid 65534 with gid 0")
+                    && err.contains("runAsGroup"),
+                "{what}: {err}"
+            );
+            assert_eq!(
+                fs::read_dir(&tmp).unwrap().count(),
+                0,
+                "{what}: nothing made"
+            );
+            node.end(&pod, &id);
+            continue;
+        }
+        assert_eq!(r.exit_code, 0, "{what}: {out}\n{err}");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 4, "{what}: {out}");
+        let start: serde_json::Value = serde_json::from_str(lines[0]).expect("start line");
+        let mode = if privileged { "namespaces" } else { "landlock" };
+        assert_eq!(start["isolation"], mode, "{what}: {out}");
+        // Without a mount namespace the file is there, and refused; with
+        // one, only the binds exist.
+        let denied = if privileged { "denied 2" } else { "denied 13" };
+        assert_eq!(lines[1..3], ["42", denied], "{what}");
+        match cause {
+            Some(cause) => assert!(
+                err.lines().count() == 1
+                    && err.starts_with("runsbx: namespaces are unavailable here (")
+                    && err.contains(cause),
+                "{what}: {err}"
+            ),
+            None => assert_eq!(err, "", "{what}"),
+        }
+
+        let r = node.exec(
+            &id,
+            &[
+                "/opt/runsbx/runsbx",
+                "sandbox",
+                "--",
+                "/usr/bin/python3",
+                "-c",
+                PY_DATA,
+            ],
+        );
+        let out = String::from_utf8_lossy(&r.stdout);
+        assert_eq!(
+            out,
+            "15 3\n42\n",
+            "{what}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+
+        let r = node.exec(
+            &id,
+            &[
+                "/usr/bin/python3",
+                "/opt/repl/hack/python-repl-client.py",
+                "--runsbx",
+                "/opt/runsbx/runsbx",
+                // The image's PATH is /bin alone.
+                "--python",
+                "/usr/bin/python3",
+            ],
+        );
+        let out = String::from_utf8_lossy(&r.stdout);
+        assert!(
+            out.contains(" 0 failure(s)"),
+            "{what}: {out}\n{}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+
+        let r = node.exec(&id, &["/opt/runsbx/runsbx", "selftest"]);
+        let out = String::from_utf8_lossy(&r.stdout);
+        assert!(
+            out.starts_with(&format!("isolation: {mode}\n")) && out.contains("selftest passed"),
+            "{what}: {out}\n{}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+
+        // The private workdirs; a non-root uid's state root
+        // (/tmp/runsbx-UID, its discovery cache) stays.
+        let left: Vec<_> = fs::read_dir(&tmp)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("runsbx-work"))
+            .collect();
+        assert!(left.is_empty(), "{what}: left in /tmp: {left:?}");
+        node.end(&pod, &id);
+    }
+    node.assert_clean();
 }

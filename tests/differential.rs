@@ -88,6 +88,19 @@ impl Runtime {
 
 const BOTH: [Runtime; 2] = [Runtime::Runsbx, Runtime::Runc];
 
+/// `run` of `b` under each runtime: succeeds and prints `want`; returns
+/// each one's stderr.
+fn run_both_print(env: &Env, b: &Bundle, prefix: &str, want: &str) -> Vec<String> {
+    BOTH.iter()
+        .map(|&rt| {
+            let out = rt.run(env, &["run", "--bundle", b.path(), &unique_id(prefix)]);
+            assert!(out.status.success(), "{rt:?}: {}", stderr_of(&out));
+            assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{rt:?}");
+            stderr_of(&out)
+        })
+        .collect()
+}
+
 fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -465,4 +478,228 @@ fn disable_oom_killer_is_set_like_runc() {
             assert_eq!(seen, want, "{rt:?}, disableOOMKiller {disable}");
         }
     }
+}
+
+/// The container's own writes to its cgroup (runc spec's `ro` cgroup mount,
+/// on this hybrid host the v1 hierarchies) and to a `/dev` mounted `ro`:
+/// refused, and the limit the bundle set stays. With and without a cgroup
+/// namespace. (Not in a user namespace: libcontainer binds the hierarchies
+/// from inside it, which these hosts refuse; docs/conformance.md.)
+#[test]
+fn a_container_cannot_raise_its_own_cgroup_limits_like_runc() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    let script = "echo 77 > /sys/fs/cgroup/pids/pids.max 2>/dev/null && echo raised; \
+                  echo pids.max=$(cat /sys/fs/cgroup/pids/pids.max); \
+                  touch /dev/x 2>/dev/null && echo dev-written; \
+                  grep -E ' /sys/fs/cgroup/[^ ]+ ' /proc/self/mountinfo | grep -v ro,nosuid,nodev,noexec; \
+                  echo done";
+    for variant in ["plain", "cgroupns"] {
+        let mut b = env.bundle(&format!("cg-{variant}"), &["sh", "-c", script]);
+        let mounts = b.config["mounts"].as_array_mut().unwrap();
+        mounts[1]["options"]
+            .as_array_mut()
+            .unwrap()
+            .push("ro".into());
+        mounts.push(serde_json::json!({
+            "destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup",
+            "options": ["nosuid", "noexec", "nodev", "relatime", "ro"]
+        }));
+        b.config["linux"]["resources"] = serde_json::json!({ "pids": { "limit": 50 } });
+        if variant == "cgroupns" {
+            b.config["linux"]["namespaces"]
+                .as_array_mut()
+                .unwrap()
+                .push(serde_json::json!({ "type": "cgroup" }));
+        }
+        b.save();
+        for rt in BOTH {
+            let id = unique_id("cgro");
+            let out = rt.run(&env, &["run", "--bundle", b.path(), &id]);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(
+                stdout,
+                "pids.max=50\ndone\n",
+                "{rt:?}, {variant}: the container wrote its cgroup or /dev, or a cgroup \
+                 hierarchy is not ro,nosuid,nodev,noexec; stderr: {}",
+                stderr_of(&out)
+            );
+        }
+    }
+}
+
+/// A namespace entry with `"path": ""` is a new namespace, as under runc
+/// (libcontainer alone would open "" and fail).
+#[test]
+fn an_empty_namespace_path_is_a_new_namespace_like_runc() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    let mut b = env.bundle("b", &["sh", "-c", "echo $$"]);
+    for n in b.config["linux"]["namespaces"].as_array_mut().unwrap() {
+        n["path"] = "".into();
+    }
+    b.save();
+    run_both_print(&env, &b, "nsempty", "1\n");
+}
+
+/// A device rule's access with a letter other than r, w, m (runc's suite
+/// writes "rwa"): runc ignores the letter, runsbx too (libcgroups wrote it
+/// to devices.deny, which the kernel refused).
+#[test]
+fn device_access_letters_are_read_like_runc() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    let mut b = env.bundle(
+        "b",
+        &["sh", "-c", "head -c 1 /dev/kmsg 2>/dev/null || echo denied"],
+    );
+    b.config["linux"]["resources"] = serde_json::json!({ "devices": [
+        { "allow": false, "access": "rwm" },
+        { "allow": false, "type": "c", "major": 1, "minor": 11, "access": "rwa" }
+    ]});
+    b.config["linux"]["devices"] =
+        serde_json::json!([{ "path": "/dev/kmsg", "type": "c", "major": 1, "minor": 11 }]);
+    b.save();
+    run_both_print(&env, &b, "devacc", "denied\n");
+}
+
+/// `spec` and `spec --rootless` write runc's file, byte for byte (runc
+/// writes the invoking user's ids, root's here, into the rootless one).
+#[test]
+fn spec_writes_runcs_bytes() {
+    let env = Env::new();
+    for flags in [&[][..], &["--rootless"][..]] {
+        let name = flags.join("");
+        let (ours, theirs) = (
+            env.tmp.path().join(format!("runsbx{name}")),
+            env.tmp.path().join(format!("runc{name}")),
+        );
+        fs::create_dir_all(&ours).unwrap();
+        fs::create_dir_all(&theirs).unwrap();
+        let mut args = vec!["spec", "--bundle", ours.to_str().unwrap()];
+        args.extend_from_slice(flags);
+        env.ok(&args);
+        args[2] = theirs.to_str().unwrap();
+        env.runc_ok(&args);
+        let read = |d: &std::path::Path| fs::read(d.join("config.json")).unwrap();
+        let parsed = |d: &std::path::Path| serde_json::from_slice::<Value>(&read(d)).unwrap();
+        assert_eq!(parsed(&ours), parsed(&theirs), "spec {flags:?}");
+        assert!(
+            read(&ours) == read(&theirs),
+            "spec {flags:?}: same JSON, other bytes:\n{}\n---\n{}",
+            String::from_utf8_lossy(&read(&ours)),
+            String::from_utf8_lossy(&read(&theirs))
+        );
+    }
+}
+
+/// `exec` runs as the container's `process.user` unless `--user` says
+/// otherwise (a uid alone keeps the spec's gid; `--additional-gids` adds to
+/// the spec's), as runc does; libcontainer alone ran it as uid 0.
+#[test]
+fn exec_runs_as_the_containers_user_like_runc() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    let mut b = env.bundle("user", &["sleep", "100"]);
+    b.config["process"]["user"] =
+        serde_json::json!({ "uid": 1000, "gid": 1000, "additionalGids": [5] });
+    b.save();
+    let execs: [&[&str]; 3] = [
+        &["id"],
+        &["--user", "0", "id"],
+        &["--user", "2:3", "--additional-gids", "7", "id"],
+    ];
+    let mut seen = Vec::new();
+    for rt in BOTH {
+        let id = unique_id("user");
+        rt.ok(&env, &["run", "--detach", "--bundle", b.path(), &id]);
+        let outs: Vec<String> = execs
+            .iter()
+            .map(|args| {
+                let mut all = vec!["exec"];
+                all.extend_from_slice(&args[..args.len() - 1]);
+                all.extend([id.as_str(), "id"]);
+                rt.ok(&env, &all)
+            })
+            .collect();
+        rt.ok(&env, &["delete", "--force", &id]);
+        seen.push(outs);
+    }
+    assert_eq!(seen[0][0], "uid=1000 gid=1000 groups=5\n");
+    assert_eq!(seen[0], seen[1], "runsbx, then runc");
+}
+
+/// A capability name the runtime does not know is ignored with a warning
+/// (runc 1.1 and 1.2), not a refusal of the whole bundle; nothing is granted.
+#[test]
+fn unknown_capabilities_are_ignored_like_runc() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    let mut b = env.bundle("b", &["sh", "-c", "grep CapBnd /proc/self/status"]);
+    for set in ["bounding", "effective", "permitted"] {
+        b.config["process"]["capabilities"][set] = serde_json::json!(["CAP_KILL", "CAP_BOGUS"]);
+    }
+    b.save();
+    for stderr in run_both_print(&env, &b, "capx", "CapBnd:\t0000000000000020\n") {
+        assert!(stderr.contains("CAP_BOGUS"), "no warning: {stderr}");
+    }
+}
+
+/// A tmpfs without `mode=` on a directory of the rootfs takes that
+/// directory's mode, as under runc (the kernel's default is 1777).
+#[test]
+fn a_tmpfs_without_mode_keeps_its_directorys_mode_like_runc() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    let mut b = env.bundle("b", &["stat", "-c", "%a", "/data"]);
+    let data = b.dir.join("rootfs/data");
+    fs::create_dir(&data).unwrap();
+    fs::set_permissions(&data, fs::Permissions::from_mode(0o750)).unwrap();
+    b.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({ "destination": "/data", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid"] }));
+    b.save();
+    run_both_print(&env, &b, "tmpfsmode", "750\n");
+}
+
+/// The device cgroup of a container whose bundle lists no device rule:
+/// every device denied but runc's defaults, as under runc (runsbx left the
+/// parent's `a *:* rwm`: every host device open to the container's root).
+#[test]
+fn device_cgroup_denies_by_default_like_runc() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    let mut b = env.bundle("b", &["sleep", "100"]);
+    b.config["linux"]["resources"] = serde_json::json!({ "pids": { "limit": 64 } });
+    b.save();
+    let mut lists = Vec::new();
+    for rt in BOTH {
+        let id = unique_id("devdef");
+        rt.ok(&env, &["create", "--bundle", b.path(), &id]);
+        let pid = rt.state(&env, &id)["pid"].as_i64().unwrap();
+        let cgroups = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+        let path = cgroups
+            .lines()
+            .find_map(|l| l.split_once(":devices:").map(|(_, p)| p.to_string()))
+            .unwrap_or_else(|| {
+                panic!("{rt:?}: no v1 devices cgroup (this host is hybrid): {cgroups}")
+            });
+        let list =
+            fs::read_to_string(format!("/sys/fs/cgroup/devices{path}/devices.list")).unwrap();
+        rt.ok(&env, &["delete", "--force", &id]);
+        let mut rules: Vec<String> = list.lines().map(str::to_string).collect();
+        rules.sort();
+        lists.push(rules);
+    }
+    assert!(
+        !lists[0].iter().any(|r| r == "a *:* rwm"),
+        "runsbx: {:?}",
+        lists[0]
+    );
+    // runsbx's may hold /dev/console's 5:1 too (libcontainer allows it).
+    let ours: Vec<&String> = lists[0].iter().filter(|r| *r != "c 5:1 rwm").collect();
+    let runc: Vec<&String> = lists[1].iter().collect();
+    assert_eq!(ours, runc, "runsbx, then runc");
 }

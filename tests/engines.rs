@@ -182,24 +182,7 @@ impl Podman {
             .prefix("runsbx-podman-")
             .tempdir()
             .unwrap();
-        let out = Command::new(repo().join("hack/engines/setup-podman"))
-            .arg(tmp.path())
-            .arg(runsbx_bin())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "hack/engines/setup-podman failed: {}",
-            stderr_of(&out)
-        );
-        let envs = String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .filter_map(|l| l.strip_prefix("export "))
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.trim_matches('\'').to_string()))
-            .collect();
+        let envs = setup_podman(tmp.path());
         Self { tmp, envs }
     }
 

@@ -193,6 +193,75 @@ fn create_removes_the_report_of_a_killed_create() {
     assert_gone(&env, &id, "create after a killed create");
 }
 
+/// Ids may hold dots and digits: `delete --force a` while `create a.123`
+/// runs must not take `.a.123.report`, the create's live report FIFO, for
+/// something of `a`'s (issue 31: the old per-pid report name
+/// `.<id>.<pid>.report` read it as a report of `a` by pid 123). The create,
+/// held in a createRuntime hook, goes on, and the container starts.
+#[test]
+fn delete_force_of_an_id_leaves_a_longer_ids_create_alone() {
+    let _serial = serial();
+    let env = Env::new();
+    let mut b = env.bundle("b", &["true"]);
+    let base = unique_id("dot");
+    let id = format!("{base}.123");
+    let held = env.tmp.path().join("held");
+    let go = env.tmp.path().join("go");
+    let script = format!(
+        "touch {held}; while [ ! -e {go} ]; do sleep 0.05; done",
+        held = held.display(),
+        go = go.display()
+    );
+    b.config["hooks"] = serde_json::json!({
+        "createRuntime": [{ "path": "/bin/sh", "args": ["sh", "-c", script] }]
+    });
+    b.save();
+    // stderr to a file: init, waiting for its start, keeps what create
+    // was given open.
+    let err = env.tmp.path().join("create.err");
+    let mut create = env
+        .cmd()
+        .args(["create", "--bundle", b.path(), &id])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !held.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the createRuntime hook did not run"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let report = env.root.join(format!(".{id}.report"));
+    let during = report.exists();
+    env.ok(&["delete", "--force", &base]);
+    let after_delete = report.exists();
+    fs::write(&go, "").unwrap();
+    let created = create.wait().unwrap().success();
+    let started = created && env.run(&["start", &id]).status.success();
+    let _ = env.run(&["delete", "--force", &id]);
+    assert!(
+        during,
+        "{} was not there while the create ran",
+        report.display()
+    );
+    assert!(
+        after_delete,
+        "delete --force {base} removed {}",
+        report.display()
+    );
+    assert!(
+        created,
+        "create {id}: {}",
+        fs::read_to_string(&err).unwrap_or_default()
+    );
+    assert!(started, "start {id} after the delete of {base}");
+    assert_gone(&env, &id, "create held while a shorter id was deleted");
+}
+
 /// A workload that is gone by the time `start` returns: stopped, and
 /// deleted without --force.
 #[test]
@@ -432,10 +501,5 @@ fn a_private_workdir_deeper_than_a_path_is_removed() {
     assert!(out.status.success(), "{}", stderr_of(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "deep\n");
     assert!(!stderr_of(&out).contains("leaving"), "{}", stderr_of(&out));
-    let left: Vec<_> = fs::read_dir(&tmp)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+    assert_tmpdir_empty(&tmp);
 }

@@ -314,3 +314,34 @@ fn poststop_runs_on_delete_told_what_runc_tells_it() {
     assert!(second.exists());
     assert_eq!(env.state_entries(), Vec::<String>::new());
 }
+
+/// A createContainer hook runs in the rootfs (runc's working directory for
+/// it; libcontainer's was the caller's) and is told what runc tells it:
+/// `creating`, init's pid as the container sees it.
+#[test]
+fn create_container_runs_in_the_rootfs_told_what_runc_tells_it() {
+    let env = Env::new();
+    let _c = Cleanup(&env);
+    let mut seen = Vec::new();
+    for rt in ["runsbx", "runc"] {
+        let mut b = env.bundle(rt, &["cat", "/hookcwd"]);
+        b.config["hooks"] =
+            json!({ "createContainer": [hook("pwd > ./hookcwd; cat > ./hookstate")] });
+        b.save();
+        let args = ["run", "--bundle", b.path(), "ccwd"];
+        let stdout = match rt {
+            "runsbx" => env.ok(&args),
+            _ => env.runc_ok(&args),
+        };
+        let rootfs = fs::canonicalize(b.dir.join("rootfs")).unwrap();
+        assert_eq!(
+            stdout.trim_end(),
+            rootfs.to_str().unwrap(),
+            "{rt}: the hook's cwd"
+        );
+        let state = read_state(&b.dir.join("rootfs/hookstate"));
+        seen.push((state["status"].clone(), state["pid"].clone()));
+    }
+    assert_eq!(seen[0], (json!("creating"), json!(1)), "runsbx");
+    assert_eq!(seen[0], seen[1], "runsbx, then runc");
+}

@@ -6,6 +6,7 @@ mod common;
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use common::*;
 
@@ -181,15 +182,21 @@ fn run_keep_and_detach() {
 fn foreground_run_without_resources_needs_no_cgroup() {
     let env = Env::new();
     let _cleanup = Cleanup(&env);
-    for resources in [false, true] {
-        let mut b = env.bundle(
-            &format!("b{resources}"),
-            &["sh", "-c", "sleep 1000 & exec sleep 1001"],
-        );
+    let nodev = env.nodev_dir();
+    let nodev = nodev.path();
+    // (resources, rootfs on nodev): a cgroup unless neither is there.
+    for (resources, on_nodev) in [(false, true), (true, true), (false, false)] {
+        let dir = match on_nodev {
+            true => nodev.join(format!("b{resources}")),
+            false => env.tmp.path().join(format!("b{resources}")),
+        };
+        let mut b = Bundle::busybox(&dir, &["sh", "-c", "sleep 1000 & exec sleep 1001"]);
         if resources {
             b.config["linux"]["resources"] = serde_json::json!({ "pids": { "limit": 64 } });
             b.save();
         }
+        // From here on: whether a cgroup is expected.
+        let resources = resources || !on_nodev;
         let id = unique_id("nocg");
         let mut run = env
             .cmd()
@@ -495,6 +502,46 @@ fn kill_all_of_a_stopped_container_without_its_cgroup() {
     assert!(cgroups_named(&id).is_empty(), "{:?}", cgroups_named(&id));
 }
 
+/// Without a pid namespace of its own, init's death ends none of the
+/// container's other processes: `kill ID KILL` signals all of its cgroup
+/// (runc 1.2), so nothing of the container runs on after an engine's stop.
+#[test]
+fn kill_kill_without_a_pid_namespace_stops_every_process() {
+    let env = Env::new();
+    let mut b = env.bundle(
+        "b",
+        &["sh", "-c", "sleep 1000 & echo $! > /child; exec sleep 1001"],
+    );
+    b.config["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|n| n["type"] != "pid");
+    b.save();
+    let id = unique_id("kpid");
+    env.ok(&["run", "-d", "--bundle", b.path(), &id]);
+    let child = b.dir.join("rootfs/child");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let pid: i32 = loop {
+        match fs::read_to_string(&child)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            Some(p) => break p,
+            None => assert!(Instant::now() < deadline, "the workload never wrote /child"),
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    env.ok(&["kill", &id, "KILL"]);
+    env.wait_status(&id, "stopped");
+    let gone = wait_dead(pid, Duration::from_secs(5));
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::SIGKILL);
+    env.ok(&["delete", &id]);
+    assert!(
+        gone,
+        "the workload's child (host pid {pid}) outlived kill KILL"
+    );
+}
+
 #[test]
 fn kill_signals_and_state() {
     let env = Env::new();
@@ -513,8 +560,14 @@ fn kill_signals_and_state() {
     b.wait_ready();
     env.ok(&["kill", &id, "WINCH"]);
     assert_eq!(env.state(&id)["status"], "running");
+    // Signal 0, as runc: succeeds while init can be signalled, sends nothing.
+    env.ok(&["kill", &id, "0"]);
+    assert_eq!(env.state(&id)["status"], "running");
     env.ok(&["kill", &id]); // SIGTERM by default
     env.wait_status(&id, "stopped");
+    assert_one_line_error(&env.run(&["kill", &id, "0"]), "stopped");
+    // With --all, as runc: nothing left to signal is no error.
+    env.ok(&["kill", "--all", &id, "0"]);
     env.ok(&["delete", &id]);
 }
 
@@ -533,27 +586,64 @@ fn version_and_features() {
         .any(|n| n == "user"));
 }
 
+/// `spec` writes runc's defaults (tests/differential.rs compares the bytes
+/// with runc's): what a bats test or a sed script expects of it is there,
+/// and the bundle runs as it is once the command no longer needs a terminal.
 #[test]
-fn spec_writes_a_runnable_default() {
+fn spec_writes_runcs_default_and_it_runs() {
+    let namespaces = |v: &serde_json::Value| -> Vec<String> {
+        v["linux"]["namespaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["type"].as_str().unwrap().to_string())
+            .collect()
+    };
     let env = Env::new();
-    let dir = env.tmp.path().join("spec");
-    fs::create_dir_all(&dir).unwrap();
-    env.ok(&["spec", "--bundle", dir.to_str().unwrap()]);
-    let v: serde_json::Value =
-        serde_json::from_slice(&fs::read(dir.join("config.json")).unwrap()).unwrap();
-    assert_eq!(v["root"]["path"], "rootfs");
-    let out = env.run(&["spec", "--bundle", dir.to_str().unwrap()]);
+    let b = env.bundle("spec", &["true"]);
+    fs::remove_file(b.dir.join("config.json")).unwrap();
+    env.ok(&["spec", "--bundle", b.path()]);
+    let text = fs::read_to_string(b.dir.join("config.json")).unwrap();
+    assert!(
+        text.starts_with("{\n\t\"ociVersion\": \"1.0.2-dev\","),
+        "{text}"
+    );
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["process"]["terminal"], true);
+    assert_eq!(v["process"]["args"], serde_json::json!(["sh"]));
+    assert_eq!(v["hostname"], "runc");
+    assert_eq!(
+        v["root"],
+        serde_json::json!({ "path": "rootfs", "readonly": true })
+    );
+    assert_eq!(namespaces(&v), ["pid", "network", "ipc", "uts", "mount"]);
+    let out = env.run(&["spec", "--bundle", b.path()]);
     assert_one_line_error(&out, "exists");
+
+    v["process"]["terminal"] = false.into();
+    v["process"]["args"] = serde_json::json!([
+        "sh",
+        "-c",
+        "hostname; grep -c ' /sys/fs/cgroup' /proc/mounts"
+    ]);
+    fs::write(b.dir.join("config.json"), v.to_string()).unwrap();
+    let out = env.ok(&["run", "--bundle", b.path(), &unique_id("spec")]);
+    let mut lines = out.lines();
+    assert_eq!(lines.next(), Some("runc"), "{out}");
+    assert_ne!(lines.next(), Some("0"), "no cgroup mount: {out}");
+
     let rl = env.tmp.path().join("rootless");
     fs::create_dir_all(&rl).unwrap();
     env.ok(&["spec", "--rootless", "--bundle", rl.to_str().unwrap()]);
     let v: serde_json::Value =
         serde_json::from_slice(&fs::read(rl.join("config.json")).unwrap()).unwrap();
-    assert!(v["linux"]["namespaces"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|n| n["type"] == "user"));
+    assert_eq!(namespaces(&v), ["pid", "ipc", "uts", "mount", "user"]);
+    assert_eq!(
+        v["linux"]["uidMappings"],
+        serde_json::json!([{ "containerID": 0, "hostID": 0, "size": 1 }])
+    );
+    assert!(v["linux"].get("resources").is_none(), "{v}");
+    assert_eq!(v["hostname"], "runc");
 }
 
 #[test]
@@ -853,7 +943,10 @@ fn exec_ignore_paused() {
     let id = unique_id("execpaused");
     env.ok(&["run", "-d", "--bundle", b.path(), &id]);
     env.ok(&["pause", &id]);
-    assert_one_line_error(&env.run(&["exec", &id, "true"]), "--ignore-paused");
+    let refused = env.run(&["exec", &id, "true"]);
+    assert_one_line_error(&refused, "cannot exec in a paused container");
+    assert_one_line_error(&refused, "--ignore-paused");
+    assert_eq!(refused.status.code(), Some(255), "runc's status for it");
     let out_file = env.tmp.path().join("out");
     let mut child = env
         .cmd()
@@ -962,24 +1055,35 @@ fn cgroup_without_cgroups_path_is_named_after_the_id() {
 /// The default cgroup of a container without `cgroupsPath` is not joined
 /// while it holds another's processes (a runc container of the same id).
 #[test]
-fn default_cgroup_holding_processes_is_refused() {
+fn a_cgroup_holding_processes_is_refused() {
     let env = Env::new();
-    let b = with_pids_limit(env.bundle("b", &["sleep", "1000"]));
-    let id = unique_id("cgtaken");
-    let dir = Path::new("/sys/fs/cgroup/pids").join(&id);
-    let dir = match Path::new("/sys/fs/cgroup/pids").is_dir() {
-        true => dir,
-        false => Path::new("/sys/fs/cgroup").join(&id),
-    };
-    fs::create_dir(&dir).unwrap();
-    let mut other = Command::new("sleep").arg("100").spawn().unwrap();
-    fs::write(dir.join("cgroup.procs"), other.id().to_string()).unwrap();
-    let out = env.run(&["create", "--bundle", b.path(), &id]);
-    let _ = other.kill();
-    let _ = other.wait();
-    let _ = fs::remove_dir(&dir);
-    assert_one_line_error(&out, "already holds processes");
-    assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
+    let mut b = with_pids_limit(env.bundle("b", &["sleep", "1000"]));
+    // The default cgroup (the id), then a cgroupsPath naming a busy one.
+    for named in [false, true] {
+        let id = unique_id("cgtaken");
+        let name = unique_id("busy");
+        if named {
+            b.config["linux"]["cgroupsPath"] = format!("/{name}").into();
+            b.save();
+        }
+        let leaf = if named { &name } else { &id };
+        let dir = match Path::new("/sys/fs/cgroup/pids").is_dir() {
+            true => Path::new("/sys/fs/cgroup/pids").join(leaf),
+            false => Path::new("/sys/fs/cgroup").join(leaf),
+        };
+        fs::create_dir(&dir).unwrap();
+        let mut other = Command::new("sleep").arg("100").spawn().unwrap();
+        fs::write(dir.join("cgroup.procs"), other.id().to_string()).unwrap();
+        let out = env.run(&["create", "--bundle", b.path(), &id]);
+        // The other process must survive the refusal.
+        let alive = other.try_wait().unwrap().is_none();
+        let _ = other.kill();
+        let _ = other.wait();
+        let _ = fs::remove_dir(&dir);
+        assert_one_line_error(&out, "container's cgroup is not empty");
+        assert!(alive, "the cgroup's other process was killed");
+        assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
+    }
 }
 
 /// `process.oomScoreAdj` reaches init; a runsbx that may not lower the score
@@ -1017,4 +1121,161 @@ fn oom_score_adj_applies_or_is_refused_by_name() {
     );
     assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
     assert!(cgroups_named(&id).is_empty(), "{:?}", cgroups_named(&id));
+}
+
+/// A container made in a frozen cgroup, or in a new child of one, would stop
+/// as it joins it and `create` would wait for ever: refused with one line,
+/// nothing left behind (the frozen cgroup itself is the test's).
+#[test]
+fn create_in_a_frozen_cgroup_is_refused() {
+    let env = Env::new();
+    let freezer = Path::new("/sys/fs/cgroup/freezer");
+    assert!(
+        freezer.is_dir(),
+        "this test needs the cgroup v1 freezer of these hybrid hosts at {}",
+        freezer.display()
+    );
+    let name = unique_id("frozen");
+    let frozen = freezer.join(&name);
+    fs::create_dir(&frozen).unwrap();
+    struct Thaw<'a>(&'a Path);
+    impl Drop for Thaw<'_> {
+        fn drop(&mut self) {
+            let _ = fs::write(self.0.join("freezer.state"), "THAWED");
+            let _ = fs::remove_dir(self.0.join("c"));
+            let _ = fs::remove_dir(self.0);
+        }
+    }
+    let _thaw = Thaw(&frozen);
+    fs::write(frozen.join("freezer.state"), "FROZEN").unwrap();
+    let mut b = env.bundle("b", &["true"]);
+    for path in [format!("/{name}"), format!("/{name}/c")] {
+        b.config["linux"]["cgroupsPath"] = path.clone().into();
+        b.save();
+        for verb in [&["create"][..], &["run", "-d"]] {
+            let id = unique_id("frz");
+            let base = env.cmd();
+            let mut cmd = Command::new("timeout");
+            cmd.arg("20").arg(base.get_program()).args(base.get_args());
+            cmd.args(verb).args(["--bundle", b.path(), &id]);
+            let out = env.run_cmd(&mut cmd);
+            assert_ne!(out.status.code(), Some(124), "{verb:?} into {path} hung");
+            assert_one_line_error(&out, "is frozen");
+            assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
+        }
+    }
+    assert!(
+        !frozen.join("c").exists(),
+        "a cgroup was made below the frozen one"
+    );
+}
+
+/// `exec -p` as runc takes it: from a pipe (read once), without `user`
+/// (uid and gid 0); and a --pid-file whose directory is missing refused
+/// before anything runs.
+#[test]
+fn exec_process_file_from_a_pipe_without_user() {
+    let env = Env::new();
+    let b = env.bundle("b", &["sleep", "100"]);
+    let id = unique_id("exp");
+    env.ok(&["run", "-d", "--bundle", b.path(), &id]);
+    let process = r#"{"args": ["id", "-u"], "cwd": "/", "env": ["PATH=/bin"]}"#;
+    let mut child = env
+        .cmd()
+        .args(["exec", "-p", "/dev/stdin", &id])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(process.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "0\n");
+    let missing = env.tmp.path().join("no/such/dir/pid");
+    let out = env.run(&["exec", "--pid-file", missing.to_str().unwrap(), &id, "true"]);
+    assert_one_line_error(&out, "does not exist");
+    // runc's status for an exec that could not run its process.
+    assert_eq!(out.status.code(), Some(255));
+    env.ok(&["delete", "--force", &id]);
+}
+
+/// Without --process, an exec'd process is the container's `process` with
+/// the command and flags applied, as runc builds it: the spec's umask and
+/// rlimits reach it (libcontainer alone gave it the caller's).
+#[test]
+fn exec_gets_the_containers_umask_and_rlimits() {
+    let env = Env::new();
+    let mut b = env.bundle("b", &["sleep", "100"]);
+    b.config["process"]["user"]["umask"] = 63.into();
+    b.config["process"]["rlimits"] =
+        serde_json::json!([{ "type": "RLIMIT_NOFILE", "hard": 777, "soft": 777 }]);
+    b.save();
+    let id = unique_id("exumask");
+    env.ok(&["run", "-d", "--bundle", b.path(), &id]);
+    let out = env.ok(&["exec", &id, "sh", "-c", "umask; ulimit -n"]);
+    env.ok(&["delete", "--force", &id]);
+    assert_eq!(out, "0077\n777\n");
+}
+
+/// A container's processes get every CPU their cpuset allows, whatever the
+/// caller's affinity, as runc 1.2 (run and exec); a sandbox keeps the
+/// caller's, so a supervisor can pin it with taskset.
+#[test]
+fn cpu_affinity_resets_for_containers_and_stays_for_sandboxes() {
+    let allowed = |text: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_else(|| panic!("no Cpus_allowed_list in {text:?}"))
+    };
+    let own = allowed(&fs::read_to_string("/proc/self/status").unwrap());
+    assert!(
+        own != "0",
+        "this test needs more than one CPU (allowed: {own})"
+    );
+    let env = Env::new();
+    let b = env.bundle("b", &["sleep", "100"]);
+    let pinned = |args: &[&str]| {
+        let base = env.cmd();
+        let mut cmd = Command::new("taskset");
+        cmd.args(["-c", "0"])
+            .arg(base.get_program())
+            .args(base.get_args())
+            .args(args);
+        let out = env.run_cmd(&mut cmd);
+        assert!(out.status.success(), "{args:?}: {}", stderr_of(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let id = unique_id("affin");
+    pinned(&["run", "-d", "--bundle", b.path(), &id]);
+    let pid = env.state(&id)["pid"].as_i64().unwrap();
+    assert_eq!(
+        allowed(&fs::read_to_string(format!("/proc/{pid}/status")).unwrap()),
+        own,
+        "init"
+    );
+    let exec = pinned(&[
+        "exec",
+        &id,
+        "grep",
+        "Cpus_allowed_list",
+        "/proc/self/status",
+    ]);
+    assert_eq!(allowed(&exec), own, "exec");
+    env.ok(&["delete", "--force", &id]);
+    let sandbox = pinned(&[
+        "sandbox",
+        "--",
+        "/bin/grep",
+        "Cpus_allowed_list",
+        "/proc/self/status",
+    ]);
+    assert_eq!(allowed(&sandbox), "0", "sandbox");
 }

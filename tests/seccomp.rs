@@ -76,21 +76,6 @@ const DELIBERATE: &[Difference] = &[
         runc: "EPERM",
         why: "as clone3",
     },
-    Difference {
-        profile: "denylist",
-        check: "kill:1,18",
-        runsbx: "ok",
-        runc: "ENOTBLK",
-        why: "two conditions on one argument (20 <= sig <= 25) are ANDed by runsbx; runc splits \
-              them into one rule each, i.e. ORs them (sig >= 20 || sig <= 25: every signal)",
-    },
-    Difference {
-        profile: "denylist",
-        check: "kill:1,28",
-        runsbx: "ok",
-        runc: "ENOTBLK",
-        why: "as kill:1,18",
-    },
 ];
 // Differences the probe cannot see, documented in the compiler: a syscall of
 // an unlisted arch kills the process (runsbx) rather than the thread (runc),
@@ -620,6 +605,8 @@ fn denylist_with_conditions_matches_runc() {
             ("ioctl-tiocsti-high", "EPERM"),
             ("kill:1,0", "ESRCH"),
             ("kill:1,23", "ENOTBLK"),
+            // Two conditions on the signal (>= 20, <= 25): ORed, as runc.
+            ("kill:1,18", "ENOTBLK"),
             ("truncate:/tmp/f,1", "EDOM"),
             ("truncate:/tmp/f,50", "ok"),
             ("truncate:/tmp/f,1000", "EFBIG"),
@@ -983,4 +970,31 @@ fn a_profile_denying_execve_fails_run_with_the_exec_error() {
         "cgroups left: {:?}",
         cgroups_named(&id)
     );
+}
+
+/// A listenerPath in a profile without SCMP_ACT_NOTIFY is ignored, as by
+/// runc: no agent is contacted (the path does not even exist) and the
+/// profile applies.
+#[test]
+fn a_listener_path_without_notify_is_ignored_like_runc() {
+    let env = Env::new();
+    let mut b = env.bundle(
+        "b",
+        &["sh", "-c", "mkdir /tmp/d 2>/dev/null || echo refused"],
+    );
+    b.config["linux"]["seccomp"] = serde_json::json!({
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "listenerPath": "/nonexistent/agent.sock",
+        "listenerMetadata": "x",
+        "syscalls": [{ "names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO" }]
+    });
+    b.save();
+    for rt in ["runsbx", "runc"] {
+        let args = ["run", "--bundle", b.path(), "listen"];
+        let out = match rt {
+            "runsbx" => env.ok(&args),
+            _ => env.runc_ok(&args),
+        };
+        assert_eq!(out, "refused\n", "{rt}");
+    }
 }

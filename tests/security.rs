@@ -236,42 +236,6 @@ fn a_dev_null_symlink_cannot_redirect_a_masked_path() {
 
 // ---- Symlinked mount destinations ----
 
-/// A host directory that a symlink in a rootfs aims at
-/// (`/../../../../tmp/<name>`), to check that nothing lands in it.
-struct HostTarget {
-    dir: tempfile::TempDir,
-    name: String,
-}
-
-impl HostTarget {
-    fn new() -> Self {
-        let dir = tempfile::Builder::new()
-            .prefix("runsbx-escape-target-")
-            .tempdir_in("/tmp")
-            .unwrap();
-        let name = dir
-            .path()
-            .file_name()
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .to_string();
-        Self { dir, name }
-    }
-
-    fn aim(&self, link: &Path) {
-        symlink(format!("/../../../../tmp/{}", self.name), link).unwrap();
-    }
-
-    /// Neither a new entry nor a mount.
-    fn untouched(&self) {
-        let entries: Vec<_> = fs::read_dir(self.dir.path()).unwrap().flatten().collect();
-        assert!(entries.is_empty(), "host dir gained {entries:?}");
-        let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
-        assert!(!mounts.contains(&self.name), "a mount appeared on the host");
-    }
-}
-
 /// A mount destination that goes through a symlink pointing out of the
 /// rootfs (`/evil -> /../../../../tmp/<host dir>`, as in runc's
 /// CVE-2021-30465 family): the mount must be resolved inside the rootfs or

@@ -213,7 +213,8 @@ fn update_bad_input_is_one_line_and_changes_nothing() {
 fn update_and_events_refuse_a_container_without_a_cgroup() {
     let env = Env::new();
     let _c = Cleanup(&env);
-    let b = env.bundle("b", &["sleep", "1000"]);
+    let nodev = env.nodev_dir();
+    let b = Bundle::busybox(&nodev.path().join("b"), &["sleep", "1000"]);
     let id = unique_id("updfree");
     let mut run = env.spawn_run(b.path(), &id);
     let out = env.run(&["update", "--memory", "100M", &id]);
@@ -318,5 +319,47 @@ fn checkpoint_and_restore_are_refused() {
         features["annotations"]["run.sbx.checkpoint.supported"],
         "false"
     );
+    env.ok(&["delete", "--force", &id]);
+}
+
+/// CFS and RT period/runtime pairs changed in both directions: each pair is
+/// written in an order the kernel accepts (an RT runtime above the old
+/// period was refused with EINVAL), as runc's update does.
+#[test]
+fn update_cpu_pairs_in_either_direction() {
+    let env = Env::new();
+    let (id, _b, pid) = sleeping(&env, "cpupair");
+    let file = |name: &str| read(cgroup_file(pid, "cpu", name, name));
+    for (period, runtime) in [
+        ("500000", "400000"),
+        ("900000", "800000"),
+        ("300000", "200000"),
+    ] {
+        env.ok(&[
+            "update",
+            "--cpu-rt-period",
+            period,
+            "--cpu-rt-runtime",
+            runtime,
+            &id,
+        ]);
+        assert_eq!(
+            (file("cpu.rt_period_us"), file("cpu.rt_runtime_us")),
+            (period.into(), runtime.into())
+        );
+    }
+    for (period, quota) in [("10000", "5000"), ("100000", "200000"), ("20000", "10000")] {
+        env.ok(&["update", "--cpu-period", period, "--cpu-quota", quota, &id]);
+        assert_eq!(
+            (file("cpu.cfs_period_us"), file("cpu.cfs_quota_us")),
+            (period.into(), quota.into())
+        );
+    }
+    // runc 1.2's --cpu-burst, alone (libcgroups skips a burst without
+    // another cpu value), kept by a later update of something else.
+    env.ok(&["update", "--cpu-burst", "5000", &id]);
+    assert_eq!(file("cpu.cfs_burst_us"), "5000");
+    env.ok(&["update", "--pids-limit", "40", &id]);
+    assert_eq!(file("cpu.cfs_burst_us"), "5000");
     env.ok(&["delete", "--force", &id]);
 }

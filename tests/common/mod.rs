@@ -201,9 +201,40 @@ impl Env {
         dir
     }
 
+    /// A nodev tmpfs under this env's temp dir, unmounted when dropped: a
+    /// rootfs there lets a foreground run of a bundle without resources go
+    /// without a cgroup (without a device cgroup, no device node the rootfs
+    /// could carry may be opened; cgroup::needs_no_cgroup).
+    pub fn nodev_dir(&self) -> NodevDir {
+        let dir = self.tmp.path().join("nodev");
+        fs::create_dir(&dir).unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "nodev,mode=0755", "tmpfs"])
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(mounted.success(), "mount a tmpfs on {}", dir.display());
+        NodevDir(dir)
+    }
+
     /// A busybox bundle under this env's temp dir.
     pub fn bundle(&self, name: &str, args: &[&str]) -> Bundle {
         Bundle::busybox(&self.tmp.path().join(name), args)
+    }
+}
+
+/// A tmpfs mounted nodev ([`Env::nodev_dir`]).
+pub struct NodevDir(PathBuf);
+
+impl NodevDir {
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for NodevDir {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
     }
 }
 
@@ -378,6 +409,16 @@ pub fn cgroups_named(id: &str) -> Vec<PathBuf> {
     }
     found
 }
+
+/// numpy and pandas, and sqlite on a file in the workdir (POSIX locks):
+/// prints `15 3` and `42`.
+pub const PY_DATA: &str = "import numpy, pandas, sqlite3\n\
+    print(numpy.arange(6).sum(), pandas.Series([1, 2]).sum())\n\
+    c = sqlite3.connect('db.sqlite')\n\
+    c.execute('create table t(x)')\n\
+    c.execute('insert into t values (42)')\n\
+    c.commit()\n\
+    print(c.execute('select x from t').fetchone()[0])";
 
 /// `runsbx sandbox FLAGS -- CMD` under `env`.
 pub fn sandbox(env: &Env, flags: &[&str], cmd: &[&str]) -> Output {
@@ -639,4 +680,115 @@ pub fn assert_unwritable(held: &fs::File, who: &str) {
         matches!(err.raw_os_error(), Some(libc::EPERM) | Some(libc::EROFS)),
         "{who}: {err}"
     );
+}
+
+/// hack/engines/setup-podman run for `dir` with the runsbx under test: a
+/// private podman configuration (and the busybox image); returns the
+/// environment variables podman reads it through.
+pub fn setup_podman(dir: &Path) -> Vec<(String, String)> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Command::new(repo.join("hack/engines/setup-podman"))
+        .arg(dir)
+        .arg(runsbx_bin())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "hack/engines/setup-podman failed: {}",
+        stderr_of(&out)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("export "))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim_matches('\'').to_string()))
+        .collect()
+}
+
+/// Fails, listing what is there, unless `tmp` (the TMPDIR runsbx ran
+/// with) is empty: no bundle, no private workdir left.
+pub fn assert_tmpdir_empty(tmp: &Path) {
+    let left: Vec<_> = fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+}
+
+// ---- Escape targets on the host (tests/security.rs, tests/cve.rs) ----
+
+/// A host directory that a symlink in a rootfs aims at
+/// (`/../../../../tmp/<name>`), to check that nothing lands in it.
+pub struct HostTarget {
+    pub dir: tempfile::TempDir,
+    pub name: String,
+}
+
+impl HostTarget {
+    pub fn new() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("runsbx-escape-target-")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let name = dir
+            .path()
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        Self { dir, name }
+    }
+
+    pub fn aim(&self, link: &Path) {
+        symlink(format!("/../../../../tmp/{}", self.name), link).unwrap();
+    }
+
+    /// Neither a new entry nor a mount.
+    pub fn untouched(&self) {
+        if let Some(what) = self.tampered(&[]) {
+            panic!("{what}");
+        }
+    }
+
+    /// How the directory differs from holding exactly the files `seeded`
+    /// (name, content) and no mount: `None` when it does not.
+    pub fn tampered(&self, seeded: &[(&str, &str)]) -> Option<String> {
+        let mut names: Vec<String> = fs::read_dir(self.dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let mut want: Vec<String> = seeded.iter().map(|(n, _)| n.to_string()).collect();
+        want.sort();
+        if names != want {
+            return Some(format!(
+                "host dir {} holds {names:?}",
+                self.dir.path().display()
+            ));
+        }
+        for (name, content) in seeded {
+            let path = self.dir.path().join(name);
+            let meta = fs::symlink_metadata(&path).unwrap();
+            if !meta.is_file() || fs::read_to_string(&path).unwrap() != *content {
+                return Some(format!("host file {} was changed", path.display()));
+            }
+        }
+        let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
+        mounts.contains(&self.name).then(|| {
+            format!(
+                "a mount appeared on the host in {}",
+                self.dir.path().display()
+            )
+        })
+    }
+
+    /// Writes `content` to `name` in the directory.
+    pub fn seed(&self, name: &str, content: &str) {
+        fs::write(self.dir.path().join(name), content).unwrap();
+    }
 }

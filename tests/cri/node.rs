@@ -277,7 +277,12 @@ impl Node {
     }
 
     pub fn run_pod(&self, name: &str, handler: &str, host_network: bool) -> Pod {
-        let config = self.pod_config(name, host_network);
+        self.run_pod_with(self.pod_config(name, host_network), handler)
+    }
+
+    /// RunPodSandbox of `config` (from [`Node::pod_config`], changed).
+    pub fn run_pod_with(&self, config: cri::PodSandboxConfig, handler: &str) -> Pod {
+        let name = config.metadata.as_ref().unwrap().name.clone();
         let r = call!(
             self.cri,
             runtime.run_pod_sandbox(cri::RunPodSandboxRequest {
@@ -293,7 +298,7 @@ impl Node {
             .push(r.pod_sandbox_id.clone());
         Pod {
             id: r.pod_sandbox_id,
-            name: name.into(),
+            name,
             uid,
             config,
         }

@@ -10,8 +10,9 @@ use serde_json::Value;
 use crate::error::BundleError;
 use crate::generate::ROOTFS;
 
-/// Creates `dir` (or uses it when it exists and is empty), an empty
-/// `dir/rootfs` (0755) and `dir/config.json` (0644). Refuses a non-empty
+/// Creates `dir` (or uses it when it exists and is empty), `dir/rootfs`
+/// (0755) with the mount points and the user database (see
+/// [`crate::userdb`]), and `dir/config.json` (0644). Refuses a non-empty
 /// directory rather than mixing a new config with old files.
 pub fn write_bundle(dir: &Path, config: &Value) -> Result<(), BundleError> {
     let bad = |reason: String| BundleError::Bundle {
@@ -42,6 +43,12 @@ pub fn write_bundle(dir: &Path, config: &Value) -> Result<(), BundleError> {
         None => Vec::new(),
     };
     make_mountpoints(&dir.join(ROOTFS), &mounts).map_err(bad)?;
+    for (path, text) in crate::userdb::user_db(config) {
+        // A bind the operator asked for (`--ro /etc/passwd`) is shown instead.
+        if !mounts.iter().any(|m| m.destination() == Path::new(path)) {
+            write_new(&dir.join(ROOTFS), path, text.as_bytes()).map_err(bad)?;
+        }
+    }
     let mut text = serde_json::to_vec_pretty(config).map_err(|e| bad(e.to_string()))?;
     text.push(b'\n');
     std::fs::OpenOptions::new()
@@ -51,6 +58,26 @@ pub fn write_bundle(dir: &Path, config: &Value) -> Result<(), BundleError> {
         .open(dir.join("config.json"))
         .and_then(|mut f| f.write_all(&text))
         .map_err(|e| bad(format!("config.json: {e}")))
+}
+
+/// Writes a new file (0644) at container path `path` in `rootfs`, making
+/// its parent directories (0755).
+fn write_new(rootfs: &Path, path: &str, text: &[u8]) -> Result<(), String> {
+    let target = rootfs.join(path.trim_start_matches('/'));
+    if let Some(parent) = target.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(parent)
+            .map_err(|e| format!("{path}: {e}"))?;
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .open(&target)
+        .and_then(|mut f| f.write_all(text))
+        .map_err(|e| format!("{path}: {e}"))
 }
 
 /// Creates every mount destination in the rootfs: a file for a bind of a
@@ -112,6 +139,27 @@ mod tests {
         let v: Value =
             serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
         assert_eq!(v["ociVersion"], "1.0.2");
+    }
+
+    #[test]
+    fn writes_the_user_database_unless_a_bind_takes_its_place() {
+        let t = tempfile::tempdir().unwrap();
+        let host_file = t.path().join("host-group");
+        std::fs::write(&host_file, b"staff:x:50:\n").unwrap();
+        let dir = t.path().join("b");
+        let config = serde_json::json!({
+            "process": {"user": {"uid": 0, "gid": 0}, "cwd": "/w"},
+            "mounts": [{"destination": "/etc/group", "type": "bind",
+                        "source": host_file, "options": ["bind", "ro"]}],
+        });
+        write_bundle(&dir, &config).unwrap();
+        let rootfs = dir.join("rootfs");
+        let passwd = std::fs::read_to_string(rootfs.join("etc/passwd")).unwrap();
+        assert_eq!(passwd, "root:x:0:0:root:/w:/usr/sbin/nologin\n");
+        let meta = std::fs::metadata(rootfs.join("etc/passwd")).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o644);
+        // The bind's mount point, empty: the operator's file is shown there.
+        assert_eq!(std::fs::read(rootfs.join("etc/group")).unwrap(), b"");
     }
 
     #[test]

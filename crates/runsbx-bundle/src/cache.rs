@@ -52,7 +52,7 @@ impl Stamp {
 
 /// Bumped whenever what discovery finds for the same inputs changes, so that
 /// entries written by an older runsbx are misses.
-const FORMAT: u32 = 3;
+const FORMAT: u32 = 4;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Entry {

@@ -56,10 +56,14 @@ pub const SYSTEM_DIRS: &[&str] = &[
 
 /// Host files a dynamically linked program may read by a fixed name that no
 /// ELF header gives, bound when they exist: the local time zone
-/// (`time.localtime`, pandas), and Debian's matplotlib configuration
-/// (python3-matplotlib refuses to import without it).
+/// (`time.localtime`, pandas), Debian's matplotlib configuration
+/// (python3-matplotlib refuses to import without it), and netbase's tables
+/// of service and protocol names (`socket.getservbyname`, `getprotobyname`,
+/// urllib's default ports; IANA's lists, the same on every host).
 const SYSTEM_FILES: &[(&str, &str)] = &[
     ("/etc/localtime", "the local time zone"),
+    ("/etc/services", "service names and ports (netbase)"),
+    ("/etc/protocols", "protocol names and numbers (netbase)"),
     (
         "/etc/matplotlibrc",
         "matplotlib's configuration (Debian's python3-matplotlib)",

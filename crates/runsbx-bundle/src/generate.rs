@@ -14,7 +14,9 @@
 //!   nodes (as runc does rootless); it also always adds `/dev/tty`, which
 //!   without a controlling terminal only answers ENXIO.
 //! - `/proc`: fresh for the new pid namespace, with runc's masked and
-//!   read-only paths. Host processes are not in it.
+//!   read-only paths. Host processes are not in it. The paths Landlock grants
+//!   in it are bound onto themselves ([`readonly_paths`]), so that the grant
+//!   outlives the kernel's reclaim of their dentries.
 //! - Namespaces: user, pid, network (only loopback, down), mount, ipc, uts,
 //!   cgroup. One uid and one gid mapping: container 0 -> the host ids chosen
 //!   by [`host_ids`]; the workload runs as container 0 with every capability
@@ -53,25 +55,22 @@ pub const DEVICES: &[(&str, i64, i64)] = &[
     ("/dev/urandom", 1, 9),
 ];
 
-/// runc's defaults (`runc spec`), less `/sys/firmware`: there is no `/sys`.
-pub const MASKED_PATHS: &[&str] = &[
-    "/proc/acpi",
-    "/proc/asound",
-    "/proc/kcore",
-    "/proc/keys",
-    "/proc/latency_stats",
-    "/proc/timer_list",
-    "/proc/timer_stats",
-    "/proc/sched_debug",
-    "/proc/scsi",
-];
-pub const READONLY_PATHS: &[&str] = &[
-    "/proc/bus",
-    "/proc/fs",
-    "/proc/irq",
-    "/proc/sys",
-    "/proc/sysrq-trigger",
-];
+/// runc's read-only paths, then the procfs paths the sandbox's Landlock rules
+/// name, each bound onto itself so that its dentry (and the inode the rule
+/// holds) lasts as long as the container: see
+/// [`runsbx_policy::landlock::proc_pins`]. libcontainer makes these binds
+/// after pivot_root, in the container's own `/proc`, before the Executor
+/// builds the Landlock ruleset. Read-only changes only the errno of a write
+/// to those files (EROFS for Landlock's EACCES): Landlock grants no write in
+/// `/proc`.
+pub fn readonly_paths() -> Vec<String> {
+    crate::runc_spec::READONLY_PATHS
+        .iter()
+        .copied()
+        .chain(runsbx_policy::landlock::proc_pins())
+        .map(str::to_string)
+        .collect()
+}
 
 /// Limits set unless the caller overrides them: no core dumps (they would land
 /// in the workdir with the process's memory), and a modest fd table.
@@ -380,14 +379,20 @@ fn spec(d: &Discovery, o: &GenerateOptions) -> Result<Spec, BundleError> {
             .build()
             .map_err(built)
     };
-    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let mut linux = LinuxBuilder::default()
         .uid_mappings(vec![id_map(o.host_ids.0)?])
         .gid_mappings(vec![id_map(o.host_ids.1)?])
         .namespaces(namespaces)
         .devices(devices)
-        .masked_paths(strings(MASKED_PATHS))
-        .readonly_paths(strings(READONLY_PATHS))
+        // runc's defaults (`runc spec`), less `/sys/firmware`: there is no `/sys`.
+        .masked_paths(
+            crate::runc_spec::MASKED_PATHS
+                .iter()
+                .filter(|p| !p.starts_with("/sys/"))
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>(),
+        )
+        .readonly_paths(readonly_paths())
         .build()
         .map_err(built)?;
     linux.set_resources(None);

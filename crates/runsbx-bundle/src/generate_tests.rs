@@ -99,6 +99,52 @@ fn config_is_a_valid_oci_spec_with_the_sandbox_shape() {
         .contains(&json!("/proc/sys")));
 }
 
+/// Every procfs path the sandbox's Landlock policy grants is bound onto
+/// itself (a rule on an unpinned procfs dentry is lost when the kernel
+/// reclaims it), `/proc/self` through a child of the directory it resolves
+/// to in init.
+#[test]
+fn every_procfs_path_landlock_grants_is_pinned() {
+    use runsbx_policy::landlock::{LandlockPolicy, PROC_SELF, PROC_SELF_PIN, PROC_SELF_RESOLVED};
+    let t = tempfile::tempdir().unwrap();
+    let wd = t.path().canonicalize().unwrap();
+    let v = generate(&discovered(), &opts(&wd)).unwrap();
+    let pinned: Vec<&str> = v["linux"]["readonlyPaths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    let policy = LandlockPolicy::sandbox(&[PathBuf::from("/usr")], &[wd]).list_proc();
+    let granted: Vec<PathBuf> = policy
+        .path_beneath
+        .iter()
+        .flat_map(|r| r.paths.iter().cloned())
+        .filter(|p| p.starts_with("/proc") && p != Path::new("/proc"))
+        .collect();
+    assert_eq!(granted.len(), 4, "{granted:?}");
+    for path in granted {
+        let path = path.to_str().unwrap();
+        let pin = if path == PROC_SELF {
+            // Pinned through a direct child (a dentry holds its parent).
+            assert_eq!(
+                Path::new(PROC_SELF_PIN).parent(),
+                Some(Path::new(PROC_SELF_RESOLVED))
+            );
+            PROC_SELF_PIN
+        } else {
+            path
+        };
+        assert!(
+            pinned.contains(&pin),
+            "{path} is granted but {pin} not pinned: {pinned:?}"
+        );
+    }
+    // runc's read-only paths stay, first.
+    let runc = crate::runc_spec::READONLY_PATHS;
+    assert_eq!(pinned[..runc.len()], runc);
+}
+
 #[test]
 fn mounts_are_proc_dev_ro_binds_then_the_workdir() {
     let t = tempfile::tempdir().unwrap();

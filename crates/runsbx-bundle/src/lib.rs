@@ -21,6 +21,8 @@ pub mod generate;
 mod ldcache;
 mod paths;
 mod request;
+mod runc_spec;
+mod userdb;
 
 pub use bundle::{make_mountpoints, write_bundle};
 pub use cache::discover_cached;
@@ -32,3 +34,5 @@ pub use generate::{
     DEFAULT_RLIMITS, NOBODY,
 };
 pub use request::{parse_rlimit_flag, SandboxRequest};
+pub use runc_spec::runc_spec;
+pub use userdb::{user_db, USER_DB};

@@ -2,7 +2,10 @@
 //!
 //! [`sandbox_seccomp`] is the seccomp allowlist for one untrusted program (Python 3 is
 //! the reference workload): file I/O on descriptors, memory, time, signals to itself,
-//! threads. Everything else gets EPERM; foreign arches and x32 are killed (see
+//! threads. Everything else gets EPERM, or the errno a caller expects where that is
+//! what the kernel would answer (`kill` and `prlimit64` on another process ESRCH) or
+//! where a feature is absent and callers fall back (the xattr calls ENOTSUP, `clone3`
+//! ENOSYS); foreign arches and x32 are killed (see
 //! [`crate::seccomp`]). It is written as an ordinary OCI `linux.seccomp` value and
 //! compiled by the same path as any profile.
 //!
@@ -28,7 +31,15 @@
 //!   the 32 bits the kernel reads: never TIOCSTI, even with high bits set.
 //! - `fcntl` only descriptor, status-flag and record-lock commands (no leases, no
 //!   F_NOTIFY); `prctl` only name and read-only
-//!   queries; `prlimit64` only on pid 0 (itself); `kill` only pid 0 (own group).
+//!   queries; `prlimit64` and `kill` only on itself (pid 0 or 1; other pids answer
+//!   ESRCH); `setpriority` only PRIO_PROCESS; `mknod` only FIFOs.
+//! - `symlink`, `symlinkat`: refused (EPERM, what the kernel answers on a filesystem
+//!   that cannot hold symlinks; CPython's `can_symlink()` then skips). Inside, Landlock
+//!   would check a symlink's target, but the workdir is a host directory, and the host
+//!   programs that read results from it (an agent loop, a grader) resolve a symlink
+//!   with their own rights: `result.txt -> /root/.ssh/id_rsa` would be read and shown,
+//!   `out.csv -> /root/.bashrc` overwritten. Landlock's `make_sym` is not granted
+//!   either. Hard links stay inside the workdir (EXDEV across mounts) and are allowed.
 //!
 //! # exec
 //!
@@ -97,6 +108,15 @@ const ALLOW: &[&str] = &[
     // database's owner. With no capability, only to the one uid and gid the
     // namespace maps, i.e. to the owner it already has: no file changes hands.
     "fchown",
+    // The same by path (CPython's os.chown, shutil.chown): without a
+    // capability the kernel lets a caller give a file only to its own uid and
+    // its own groups, here the one uid and gid the namespace maps. Landlock
+    // does not mediate chown, but the files it can name outside the workdir
+    // are on read-only mounts (EROFS) or owned by unmapped ids (EPERM), and
+    // chown(-1, -1) touches no more than utimensat does.
+    "chown",
+    "lchown",
+    "fchownat",
     "utimensat",
     "umask",
     "dup",
@@ -120,6 +140,19 @@ const ALLOW: &[&str] = &[
     "flock",
     "sendfile",
     "copy_file_range",
+    // os.splice (CPython's test_os): moves data between descriptors the
+    // workload already holds, through the kernel code sendfile and
+    // copy_file_range use (sendfile into a pipe is a splice). vmsplice, which
+    // maps the caller's own pages into a pipe, stays refused: no Python API.
+    "splice",
+    "tee",
+    // Hard links, within the workdir only: a link cannot cross mounts (EXDEV),
+    // and the workdir is its own bind, so the new name points at a file the
+    // workload could already write (tarfile, shutil and CPython's tests make
+    // them). Unlike a symlink, a hard link names a file, not a path a host
+    // program would resolve with its own rights: see symlink in the module doc.
+    "link",
+    "linkat",
     // on existing sockets only (socket() is denied)
     "sendmsg",
     "recvmsg",
@@ -188,12 +221,24 @@ const ALLOW: &[&str] = &[
     "sched_yield",
     "sched_getparam",
     "sched_getscheduler",
+    // Queries, no change: the priority range of a scheduling policy (the
+    // same constants on every Linux) and a thread's round-robin timeslice,
+    // as sched_getparam already tells. os.sched_get_priority_min/max and
+    // os.sched_rr_get_interval (CPython's test_posix) answered EPERM.
+    "sched_get_priority_max",
+    "sched_get_priority_min",
+    "sched_rr_get_interval",
     // threads and process lifetime
     "futex",
     "set_tid_address",
     "set_robust_list",
     "get_robust_list",
     "rseq",
+    // Waiting for children (subprocess, CPython's signal and posix tests):
+    // fork is refused, so there are none and the kernel answers ECHILD, the
+    // answer a caller expects, where the filter's EPERM was not.
+    "wait4",
+    "waitid",
     "exit",
     "exit_group",
     "restart_syscall",
@@ -202,6 +247,8 @@ const ALLOW: &[&str] = &[
 ];
 
 const TCGETS: u64 = 0x5401;
+const TIOCGPGRP: u64 = 0x540f;
+const TIOCSPGRP: u64 = 0x5410;
 const TIOCGWINSZ: u64 = 0x5413;
 const FIONREAD: u64 = 0x541b;
 const FIONBIO: u64 = 0x5421;
@@ -232,6 +279,9 @@ const NETLINK_ROUTE: u64 = 0;
 const SOCK_STREAM: u64 = 1;
 const RENAME_WHITEOUT: u64 = 1 << 2;
 const S_ISUID: u64 = 0o4000;
+const S_IFMT: u64 = 0o170000;
+const S_IFIFO: u64 = 0o010000;
+const PRIO_PROCESS: u64 = 0;
 const S_ISGID: u64 = 0o2000;
 const O_CREAT: u64 = 0o100;
 /// `__O_TMPFILE`: O_TMPFILE without its O_DIRECTORY bit.
@@ -299,6 +349,38 @@ fn allow(names: &[&str], args: Vec<LinuxSeccompArg>) -> LinuxSyscall {
     s
 }
 
+/// Answers `errno` to `names` (instead of the default EPERM), when `args` match.
+fn refuse(names: &[&str], errno: i32, args: Vec<LinuxSeccompArg>) -> LinuxSyscall {
+    let mut s = LinuxSyscall::default();
+    s.set_names(names.iter().map(|n| n.to_string()).collect());
+    s.set_action(LinuxSeccompAction::ScmpActErrno);
+    s.set_errno_ret(Some(errno as u32));
+    if !args.is_empty() {
+        s.set_args(Some(args));
+    }
+    s
+}
+
+/// The extended-attribute calls, by path, by fd and (Linux 6.13) at a dirfd.
+const XATTR: &[&str] = &[
+    "getxattr",
+    "lgetxattr",
+    "fgetxattr",
+    "getxattrat",
+    "setxattr",
+    "lsetxattr",
+    "fsetxattr",
+    "setxattrat",
+    "listxattr",
+    "llistxattr",
+    "flistxattr",
+    "listxattrat",
+    "removexattr",
+    "lremovexattr",
+    "fremovexattr",
+    "removexattrat",
+];
+
 /// One ALLOW entry per accepted value of argument `index`.
 fn allow_values<'a>(
     name: &'a str,
@@ -332,15 +414,39 @@ fn allow_unix_stream(name: &str) -> LinuxSyscall {
 
 /// Allows `name` when argument `index` has none of the bits of `mask` set.
 fn allow_without(name: &str, index: usize, mask: u64) -> LinuxSyscall {
+    allow_masked(name, index, mask, 0)
+}
+
+/// Allows `name` when argument `index` masked with `mask` is `value`.
+fn allow_masked(name: &str, index: usize, mask: u64, value: u64) -> LinuxSyscall {
     allow(
         &[name],
         vec![arg(
             index,
             LinuxSeccompOperator::ScmpCmpMaskedEq,
             mask,
-            Some(0),
+            Some(value),
         )],
     )
+}
+
+/// `kill` and `prlimit64` on the workload itself: pid 0 and its own pid,
+/// 1 (it is PID 1 of the sandbox's pid namespace; `os.kill(os.getpid(), 0)`
+/// and signal handlers tested with `os.kill(os.getpid(), sig)`). Any other
+/// pid answers ESRCH, as the kernel would: the namespace holds no other
+/// process. The namespace already keeps every other process out of reach,
+/// and Landlock's signal scope keeps signals inside the sandbox; this keeps
+/// the calls on the workload should either fail.
+fn own_process_only() -> Vec<LinuxSyscall> {
+    // Any pid but 0 and 1, in one comparison (pid is 32 bits: -1 and the
+    // other negative ones compare as above 1): an entry comparing the pid
+    // twice would OR its conditions, as under runc.
+    let other = |index| vec![arg(index, LinuxSeccompOperator::ScmpCmpGt, 1, None)];
+    let mut rules: Vec<LinuxSyscall> = allow_values("kill", 0, &[0, 1])
+        .chain(allow_values("prlimit64", 0, &[0, 1]))
+        .collect();
+    rules.push(refuse(&["kill", "prlimit64"], libc::ESRCH, other(0)));
+    rules
 }
 
 /// Stops: setuid/setgid files left in the workdir. The workdir is a host
@@ -370,6 +476,12 @@ pub fn sandbox_seccomp() -> LinuxSeccomp {
         1,
         &[TCGETS, TIOCGWINSZ, FIONREAD, FIONBIO, FIONCLEX, FIOCLEX],
     ));
+    // tcgetpgrp/tcsetpgrp: the foreground group of the caller's own
+    // controlling terminal, and the workload has none (libcontainer's
+    // setsid; TIOCSCTTY is refused, and Landlock grants no terminal to
+    // open), so the kernel answers ENOTTY on a terminal and EBADF on a bad
+    // descriptor, where the filter's EPERM misled callers.
+    syscalls.extend(allow_values("ioctl", 1, &[TIOCGPGRP, TIOCSPGRP]));
     syscalls.extend(allow_values(
         "fcntl",
         1,
@@ -409,8 +521,24 @@ pub fn sandbox_seccomp() -> LinuxSeccomp {
         ],
     ));
     syscalls.extend(allow_values("arch_prctl", 0, &[ARCH_SET_FS, ARCH_GET_FS]));
-    syscalls.extend(allow_values("prlimit64", 0, &[0]));
-    syscalls.extend(allow_values("kill", 0, &[0]));
+    syscalls.extend(own_process_only());
+    syscalls.extend(allow_values("setpriority", 0, &[PRIO_PROCESS]));
+    // mkfifo (CPython's os, shutil, tarfile tests): a named pipe in the
+    // workdir reaches only whoever can open the workdir. Other node types
+    // stay refused (devices need CAP_MKNOD anyway; a socket node is not
+    // needed), and so do setuid/setgid bits.
+    syscalls.push(allow_masked(
+        "mknod",
+        1,
+        S_IFMT | S_ISUID | S_ISGID,
+        S_IFIFO,
+    ));
+    syscalls.push(allow_masked(
+        "mknodat",
+        2,
+        S_IFMT | S_ISUID | S_ISGID,
+        S_IFIFO,
+    ));
     // Stops: datagrams to host sockets. Only a stream pair: a datagram
     // socket's sendmsg can name a destination, any datagram socket visible
     // in the sandbox (`/dev/log`, one under a `--ro` path), and pass it
@@ -430,11 +558,14 @@ pub fn sandbox_seccomp() -> LinuxSeccomp {
             Some(CLONE_THREAD_FLAGS),
         )],
     ));
-    let mut clone3 = LinuxSyscall::default();
-    clone3.set_names(vec!["clone3".into()]);
-    clone3.set_action(LinuxSeccompAction::ScmpActErrno);
-    clone3.set_errno_ret(Some(libc::ENOSYS as u32));
-    syscalls.push(clone3);
+    syscalls.push(refuse(&["clone3"], libc::ENOSYS, Vec::new()));
+    // Extended attributes stay refused: no workload here needs them, and
+    // user.* attributes set on workdir files would be read by host tools as
+    // the host's own marks (origin, checksum, quarantine tags). Refused as a
+    // filesystem without xattrs refuses them, ENOTSUP: shutil.copy2 and
+    // copytree copy xattrs and skip them on ENOTSUP, ENODATA or EINVAL, and
+    // EPERM made every copy2 in the workdir fail.
+    syscalls.push(refuse(XATTR, libc::EOPNOTSUPP, Vec::new()));
 
     let mut p = LinuxSeccomp::default();
     p.set_default_action(LinuxSeccompAction::ScmpActErrno);
@@ -494,15 +625,19 @@ impl Profile {
 pub fn kernel_seccomp() -> LinuxSeccomp {
     let mut p = sandbox_seccomp();
     let mut syscalls = p.syscalls().clone().unwrap_or_default();
-    let mut unsupported = LinuxSyscall::default();
-    unsupported.set_names(vec!["socket".into()]);
-    unsupported.set_action(LinuxSeccompAction::ScmpActErrno);
-    unsupported.set_errno_ret(Some(libc::EAFNOSUPPORT as u32));
-    unsupported.set_args(Some(vec![
-        arg(0, LinuxSeccompOperator::ScmpCmpNe, AF_UNIX, None),
-        arg(0, LinuxSeccompOperator::ScmpCmpNe, AF_NETLINK, None),
-    ]));
-    syscalls.push(unsupported);
+    // Every family but AF_UNIX and AF_NETLINK, one condition per entry: an
+    // entry comparing argument 0 twice would OR its conditions, as under runc.
+    let others = (0..AF_NETLINK)
+        .filter(|&f| f != AF_UNIX)
+        .map(|f| (LinuxSeccompOperator::ScmpCmpEq, f))
+        .chain([(LinuxSeccompOperator::ScmpCmpGt, AF_NETLINK)]);
+    for (op, family) in others {
+        syscalls.push(refuse(
+            &["socket"],
+            libc::EAFNOSUPPORT,
+            vec![arg(0, op, family, None)],
+        ));
+    }
     syscalls.push(allow_unix_stream("socket"));
     syscalls.push(allow(
         &["socket"],
@@ -549,6 +684,22 @@ mod tests {
             prog.unknown_syscalls
         );
         assert_eq!(prog.filters.len(), 1);
+    }
+
+    /// An entry that compares one argument twice means OR (as under runc),
+    /// which runsbx's own profiles never rely on: each compares an argument
+    /// once per entry.
+    #[test]
+    fn own_profiles_compare_each_argument_once_per_entry() {
+        for p in [sandbox_seccomp(), kernel_seccomp()] {
+            for sc in p.syscalls().iter().flatten() {
+                let mut seen: Vec<usize> = sc.args().iter().flatten().map(|a| a.index()).collect();
+                let n = seen.len();
+                seen.sort_unstable();
+                seen.dedup();
+                assert_eq!(seen.len(), n, "{:?}", sc.names());
+            }
+        }
     }
 
     #[test]
@@ -653,6 +804,84 @@ mod tests {
                 want,
                 "{name}"
             );
+        }
+    }
+
+    #[test]
+    fn xattr_calls_answer_enotsup() {
+        // Every name resolves: sandbox_profile_compiles_and_names_only_known_syscalls.
+        let prog = seccomp::compile(&sandbox_seccomp()).expect("sandbox profile compiles");
+        let enotsup = libc::SECCOMP_RET_ERRNO | libc::EOPNOTSUPP as u32;
+        for name in XATTR {
+            assert_eq!(answer(&prog, name, [0; 6]), enotsup, "{name}");
+        }
+        let kernel = seccomp::compile(&kernel_seccomp()).unwrap();
+        assert_eq!(answer(&kernel, "fsetxattr", [3, 0, 0, 0, 0, 0]), enotsup);
+    }
+
+    /// Issue 37: what ordinary Python needs is allowed on the workload
+    /// itself, and the rest answers the errno the kernel would.
+    #[test]
+    fn sandbox_profile_checks_the_arguments_of_issue_37_calls() {
+        let prog = seccomp::compile(&sandbox_seccomp()).expect("sandbox profile compiles");
+        let allow = libc::SECCOMP_RET_ALLOW;
+        let errno = |e: i32| libc::SECCOMP_RET_ERRNO | e as u32;
+        let neg1 = u64::MAX; // -1, sign-extended
+        let table: &[(&str, [u64; 6], u32)] = &[
+            ("kill", [0, 0, 0, 0, 0, 0], allow),
+            ("kill", [1, 10, 0, 0, 0, 0], allow), // itself: PID 1
+            ("kill", [2, 0, 0, 0, 0, 0], errno(libc::ESRCH)),
+            ("kill", [neg1, 9, 0, 0, 0, 0], errno(libc::ESRCH)),
+            ("kill", [1 << 32 | 1, 9, 0, 0, 0, 0], allow), // the kernel reads pid 1
+            ("prlimit64", [0, 9, 0, 0, 0, 0], allow),
+            ("prlimit64", [1, 9, 0, 0, 0, 0], allow),
+            ("prlimit64", [neg1, 9, 0, 0, 0, 0], errno(libc::ESRCH)),
+            ("setpriority", [PRIO_PROCESS, 1, 5, 0, 0, 0], allow),
+            ("setpriority", [2, 0, 5, 0, 0, 0], errno(libc::EPERM)), // PRIO_USER
+            ("mknod", [0, S_IFIFO | 0o644, 0, 0, 0, 0], allow),
+            ("mknodat", [3, 0, S_IFIFO | 0o600, 0, 0, 0], allow),
+            (
+                "mknod",
+                [0, 0o020000 | 0o644, 0x103, 0, 0, 0],
+                errno(libc::EPERM),
+            ), // char dev
+            (
+                "mknodat",
+                [3, 0, 0o140000 | 0o644, 0, 0, 0],
+                errno(libc::EPERM),
+            ), // socket
+            (
+                "mknod",
+                [0, S_IFIFO | S_ISUID | 0o755, 0, 0, 0, 0],
+                errno(libc::EPERM),
+            ),
+            ("mknod", [0, 0o644, 0, 0, 0, 0], errno(libc::EPERM)), // regular: not needed
+            ("ioctl", [0, TIOCGPGRP, 0, 0, 0, 0], allow),
+            ("ioctl", [0, TIOCSPGRP, 0, 0, 0, 0], allow),
+            ("ioctl", [0, 0x540e, 0, 0, 0, 0], errno(libc::EPERM)), // TIOCSCTTY
+            ("ioctl", [0, 0x5412, 0, 0, 0, 0], errno(libc::EPERM)), // TIOCSTI
+            ("symlink", [0; 6], errno(libc::EPERM)),
+            ("symlinkat", [0; 6], errno(libc::EPERM)),
+            ("vmsplice", [0; 6], errno(libc::EPERM)),
+        ];
+        for (name, args, want) in table {
+            assert_eq!(answer(&prog, name, *args), *want, "{name}{args:?}");
+        }
+        for name in [
+            "chown",
+            "lchown",
+            "fchownat",
+            "link",
+            "linkat",
+            "splice",
+            "tee",
+            "wait4",
+            "waitid",
+            "sched_get_priority_max",
+            "sched_get_priority_min",
+            "sched_rr_get_interval",
+        ] {
+            assert_eq!(answer(&prog, name, [0; 6]), allow, "{name}");
         }
     }
 

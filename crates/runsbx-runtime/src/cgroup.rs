@@ -60,14 +60,108 @@ pub(crate) fn apply_resources(
     resources: &libcontainer::oci_spec::runtime::LinuxResources,
     disable_oom_killer: bool,
 ) -> Result<()> {
-    use libcgroups::common::{CgroupManager, ControllerOpt};
+    use libcgroups::common::{AnyCgroupManager, CgroupManager, ControllerOpt};
+    let context = || format!("container {:?}: cgroup", c.id());
+    let mut resources = std::borrow::Cow::Borrowed(resources);
+    if let (AnyCgroupManager::V1(_), Some(cpu)) = (m, resources.cpu().clone()) {
+        let config = c
+            .spec()
+            .map_err(|e| RuntimeError::lc(format!("container {:?}", c.id()), e))?;
+        if let Some(dir) = Dirs::of(&config.cgroup_path, "cpu").v1 {
+            write_cpu_pairs_v1(&dir, &cpu).map_err(|err| RuntimeError::Cgroup {
+                context: context(),
+                err,
+            })?;
+            resources.to_mut().set_cpu(Some(without_cpu_pairs(cpu)));
+        }
+    }
     m.apply(&ControllerOpt {
-        resources,
+        resources: &resources,
         disable_oom_killer,
         oom_score_adj: None,
         freezer_state: None,
     })
-    .map_err(|e| RuntimeError::cgroup(format!("container {:?}: cgroup", c.id()), e))
+    .map_err(|e| RuntimeError::cgroup(context(), e))
+}
+
+/// cgroup v1's CFS period and quota, and RT period and runtime, written in
+/// an order the kernel accepts, as runc does: libcgroups writes them in
+/// one fixed order, which the kernel refuses (EINVAL) where the values
+/// half-changed break a bound (a shorter period with the old quota over the
+/// parent's ratio; an RT runtime above the old period). The period first;
+/// on EINVAL, the other value, then the period again.
+fn write_cpu_pairs_v1(
+    dir: &Path,
+    cpu: &libcontainer::oci_spec::runtime::LinuxCpu,
+) -> std::result::Result<(), String> {
+    let nonzero_u = |v: Option<u64>| v.filter(|&v| v != 0).map(|v| v.to_string());
+    let nonzero_i = |v: Option<i64>| v.filter(|&v| v != 0).map(|v| v.to_string());
+    write_pair(
+        dir,
+        ("cpu.cfs_period_us", nonzero_u(cpu.period())),
+        ("cpu.cfs_quota_us", nonzero_i(cpu.quota())),
+    )?;
+    write_pair(
+        dir,
+        ("cpu.rt_period_us", nonzero_u(cpu.realtime_period())),
+        ("cpu.rt_runtime_us", nonzero_i(cpu.realtime_runtime())),
+    )?;
+    // After the quota it must not exceed (and written here: libcgroups only
+    // writes the burst when another of its cpu values is set).
+    match cpu.burst() {
+        Some(b) => fs::write(dir.join("cpu.cfs_burst_us"), b.to_string()).map_err(|e| {
+            format!(
+                "write {b} to {}: {e}",
+                dir.join("cpu.cfs_burst_us").display()
+            )
+        }),
+        None => Ok(()),
+    }
+}
+
+fn write_pair(
+    dir: &Path,
+    (period, period_value): (&str, Option<String>),
+    (other, other_value): (&str, Option<String>),
+) -> std::result::Result<(), String> {
+    let write = |file: &str, value: &str| {
+        fs::write(dir.join(file), value).map_err(|e| {
+            (
+                e,
+                format!("write {value} to {}: ", dir.join(file).display()),
+            )
+        })
+    };
+    let shown = |(e, what): (std::io::Error, String)| format!("{what}{e}");
+    let mut retry = None;
+    if let Some(v) = &period_value {
+        match write(period, v) {
+            Ok(()) => {}
+            Err((e, _)) if e.raw_os_error() == Some(libc::EINVAL) && other_value.is_some() => {
+                retry = Some(v)
+            }
+            Err(e) => return Err(shown(e)),
+        }
+    }
+    if let Some(v) = &other_value {
+        write(other, v).map_err(shown)?;
+    }
+    if let Some(v) = retry {
+        write(period, v).map_err(shown)?;
+    }
+    Ok(())
+}
+
+/// `cpu` without what `write_cpu_pairs_v1` wrote.
+fn without_cpu_pairs(
+    mut cpu: libcontainer::oci_spec::runtime::LinuxCpu,
+) -> libcontainer::oci_spec::runtime::LinuxCpu {
+    cpu.set_period(None)
+        .set_quota(None)
+        .set_burst(None)
+        .set_realtime_period(None)
+        .set_realtime_runtime(None);
+    cpu
 }
 
 /// The container's cgroup statistics (`events`), through its manager `m`.
@@ -145,15 +239,18 @@ pub(crate) fn wait_empty(manager: &libcgroups::common::AnyCgroupManager) {
 
 /// Whether a container can do without a cgroup, with nothing lost but
 /// `pause`/`resume`:
-/// - no `linux.resources`: libcontainer (like crun) then writes nothing
-///   into the cgroup, not even a device rule (the devices controller stays
-///   at its parent's "a *:* rwm"), so the cgroup holds no limit and no
-///   barrier, only a list of processes;
+/// - no `linux.resources`: nothing to limit;
 /// - its own pid namespace, which is that list: SIGKILL to init ends every
 ///   process in it, and `ps`/`kill --all` find them through it (pidns.rs);
 /// - no `cgroupsPath` (nobody expects a cgroup at a place), no cgroup
 ///   mount (it would show runsbx's empty cgroup view) and no hook (a hook
-///   may look for the container's cgroup).
+///   may look for the container's cgroup);
+/// - no device node the container could use, since no device cgroup
+///   stands in the way (runc, and runsbx with a cgroup, deny every device
+///   but a few): it cannot make one (a user namespace of its own, or no
+///   CAP_MKNOD in its bounding set), every bind is `nodev`, and (checked
+///   by `create`, `rootfs_nodev`) so is the rootfs's mount. Stops: a
+///   malicious image's node for the host's disk opened by the container.
 pub fn needs_no_cgroup(spec: &libcontainer::oci_spec::runtime::Spec) -> bool {
     use libcontainer::oci_spec::runtime::LinuxNamespaceType as Ns;
     let Some(linux) = spec.linux() else {
@@ -173,12 +270,53 @@ pub fn needs_no_cgroup(spec: &libcontainer::oci_spec::runtime::Spec) -> bool {
                 .as_ref()
                 .is_some_and(|s| s.starts_with("/sys/fs/cgroup"))
     });
+    // No device cgroup then: no node the container makes or finds may be
+    // usable (see below and `rootfs_nodev`).
+    let no_mknod = facts::is_new_namespace(spec, Ns::User) || !bounding_has(spec, "CAP_MKNOD");
+    let binds_nodev = spec
+        .mounts()
+        .iter()
+        .flatten()
+        .filter(|m| facts::is_bind(m))
+        .all(|m| {
+            let options = m.options().as_deref().unwrap_or_default();
+            options.iter().rev().find_map(|o| match o.as_str() {
+                "nodev" => Some(true),
+                "dev" => Some(false),
+                _ => None,
+            }) == Some(true)
+        });
     own_pid_ns
         && own_mount_ns
+        && no_mknod
+        && binds_nodev
         && linux.resources().is_none()
         && linux.cgroups_path().is_none()
         && !cgroup_mount
         && spec.hooks().is_none()
+}
+
+/// Whether `cap` is in the process's bounding set (a process without a
+/// bounding set keeps every capability).
+fn bounding_has(spec: &libcontainer::oci_spec::runtime::Spec, cap: &str) -> bool {
+    let Some(caps) = spec
+        .process()
+        .as_ref()
+        .and_then(|p| p.capabilities().as_ref())
+    else {
+        return true;
+    };
+    caps.bounding().as_ref().is_none_or(|b| {
+        b.iter()
+            .any(|c| serde_json::to_value(c).is_ok_and(|v| v == cap))
+    })
+}
+
+/// The rootfs lies on a `nodev` mount: a device node in it (an image's
+/// layers may carry one, /dev/sda with mode 0666) cannot be opened.
+pub fn rootfs_nodev(rootfs: &Path) -> bool {
+    nix::sys::statvfs::statvfs(rootfs)
+        .is_ok_and(|s| s.flags().contains(nix::sys::statvfs::FsFlags::ST_NODEV))
 }
 
 /// The cgroup-free decision was made on runsbx's own parse of config.json,
@@ -441,27 +579,90 @@ pub(crate) fn bundle_cgroup_path(id: &str, bundle: &Bundle, systemd: bool) -> Pa
     }
 }
 
-/// Stops: a container given the default cgroup joining one that holds
-/// another's processes (a runc container of the same id, or a runsbx one
-/// under another --root), which its delete and kill --all would then kill.
-/// An empty one (left by a killed create) is taken over.
-pub(crate) fn check_default_cgroup_free(id: &str) -> Result<()> {
-    let path = default_cgroup_path(id);
-    for dir in dirs_in_every_hierarchy(&path) {
+/// Stops: a container joining a cgroup that holds another's processes (a
+/// runc container of the same id, another container given the same
+/// `cgroupsPath`, one under another --root), which its kill --all and delete
+/// would then kill too: runsbx's delete kills whatever its cgroup holds.
+/// runc 1.2 refuses it too (1.1 warned). An empty one (left by a killed
+/// create) is taken over.
+pub(crate) fn check_cgroup_empty(id: &str, path: &Path) -> Result<()> {
+    for dir in dirs_in_every_hierarchy(path) {
         if !libcgroups::common::get_all_pids(&dir)
             .unwrap_or_default()
             .is_empty()
         {
             return Err(RuntimeError::Cgroup {
-                context: format!("create {id}"),
+                context: format!("container {id:?}"),
                 err: format!(
-                    "cgroup {} already holds processes (another container of this id?)",
+                    "container's cgroup is not empty: {} already holds processes (another \
+                     container's?), which its delete would kill",
                     dir.display()
                 ),
             });
         }
     }
     Ok(())
+}
+
+/// Stops: a create that never returns. A process moved into a frozen
+/// cgroup (or into a new child of one: it inherits the freeze) stops at
+/// once, and libcontainer's intermediate process then waits for ever for
+/// init, holding the create lock. Refused before anything is made, for
+/// the cgroup at `path` or the nearest ancestor that exists, in the v1
+/// freezer and in the cgroup v2 hierarchy.
+pub(crate) fn check_not_frozen(id: &str, path: &Path) -> Result<()> {
+    let rel = path.strip_prefix("/").unwrap_or(path);
+    let root = Path::new(libcgroups::common::DEFAULT_CGROUP_ROOT);
+    let hierarchies = [
+        (root.join("freezer"), "freezer.state"),
+        (root.join("unified"), "cgroup.events"),
+        (root.to_path_buf(), "cgroup.events"),
+    ];
+    for (top, file) in hierarchies {
+        let Some(dir) = rel.ancestors().map(|a| top.join(a)).find(|d| d.is_dir()) else {
+            continue;
+        };
+        // The root cgroup has neither file, and cannot be frozen.
+        let Ok(text) = fs::read_to_string(dir.join(file)) else {
+            continue;
+        };
+        if is_frozen(&text) {
+            return Err(RuntimeError::Cgroup {
+                context: format!("container {id:?}"),
+                err: format!(
+                    "container's cgroup unexpectedly frozen: {} is frozen, a container made in \
+                     it would never start (thaw it, or choose another linux.cgroupsPath)",
+                    dir.display()
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A v1 `freezer.state` (FROZEN or FREEZING, also when inherited from a
+/// parent) or a v2 `cgroup.events` (`frozen 1`) that says frozen.
+fn is_frozen(text: &str) -> bool {
+    matches!(text.trim(), "FROZEN" | "FREEZING") || text.lines().any(|l| l.trim() == "frozen 1")
+}
+
+/// `linux.resources.unified` on a host whose controllers are on cgroup v1
+/// (legacy or hybrid): refused, as runc does, instead of libcgroups' v1
+/// manager leaving it out without a word (a limit the bundle asked for that
+/// nothing enforces).
+pub(crate) fn check_unified_supported(spec: &libcontainer::oci_spec::runtime::Spec) -> Result<()> {
+    let asked = crate::spec::facts::resources(spec).is_some_and(|r| r.unified().is_some());
+    if !asked {
+        return Ok(());
+    }
+    match libcgroups::common::get_cgroup_setup() {
+        Ok(libcgroups::common::CgroupSetup::Unified) => Ok(()),
+        _ => Err(RuntimeError::Spec(
+            "linux.resources.unified: invalid configuration: cannot use unified on cgroup v1 \
+             (this host's controllers are on cgroup v1)"
+                .into(),
+        )),
+    }
 }
 
 /// SIGKILLs whatever is in the cgroup at `path` and removes it, reaping

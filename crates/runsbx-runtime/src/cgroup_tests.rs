@@ -36,8 +36,11 @@ fn cgroup_dirs_follow_the_layout() {
 
 #[test]
 fn cgroup_free_only_when_the_cgroup_would_hold_nothing() {
+    // No CAP_MKNOD: the process cannot make a device node.
     let spec = |linux: serde_json::Value, mounts: serde_json::Value| {
-        let v = serde_json::json!({ "ociVersion": "1.0.2", "linux": linux, "mounts": mounts });
+        let v = serde_json::json!({ "ociVersion": "1.0.2", "linux": linux, "mounts": mounts,
+            "process": { "cwd": "/", "user": { "uid": 0, "gid": 0 },
+                         "capabilities": { "bounding": ["CAP_KILL"] } } });
         serde_json::from_value::<libcontainer::oci_spec::runtime::Spec>(v).unwrap()
     };
     let own_pid = serde_json::json!([{ "type": "pid" }, { "type": "mount" }]);
@@ -72,9 +75,35 @@ fn cgroup_free_only_when_the_cgroup_would_hold_nothing() {
             serde_json::json!({ "namespaces": own_pid }),
             serde_json::json!([{ "destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup" }]),
         ),
+        // A bind that may carry device nodes.
+        (
+            serde_json::json!({ "namespaces": own_pid }),
+            serde_json::json!([{ "destination": "/d", "type": "bind", "source": "/dev", "options": ["rbind"] }]),
+        ),
     ] {
         assert!(!needs_no_cgroup(&spec(linux.clone(), mounts)), "{linux}");
     }
+    let nodev_bind = serde_json::json!([{ "destination": "/d", "type": "bind", "source": "/x",
+        "options": ["rbind", "dev", "nodev"] }]);
+    assert!(needs_no_cgroup(&spec(
+        serde_json::json!({ "namespaces": own_pid }),
+        nodev_bind
+    )));
+    // CAP_MKNOD without a user namespace: a device cgroup is needed.
+    let mut mknod = plain.clone();
+    let caps: libcontainer::oci_spec::runtime::LinuxCapabilities =
+        serde_json::from_value(serde_json::json!({ "bounding": ["CAP_MKNOD"] })).unwrap();
+    let mut process = mknod.process().clone().unwrap();
+    process.set_capabilities(Some(caps));
+    mknod.set_process(Some(process));
+    assert!(!needs_no_cgroup(&mknod), "CAP_MKNOD in the bounding set");
+    let userns = serde_json::json!([{ "type": "pid" }, { "type": "mount" }, { "type": "user" }]);
+    let mut in_userns = spec(serde_json::json!({ "namespaces": userns }), none.clone());
+    in_userns.set_process(mknod.process().clone());
+    assert!(
+        needs_no_cgroup(&in_userns),
+        "no device node can be made in a user namespace"
+    );
 }
 
 #[test]
@@ -84,4 +113,13 @@ fn v1_cgroup_lines() {
     assert_eq!(v1_cgroup_in(hybrid, "cpuacct"), Some("/c"));
     assert_eq!(v1_cgroup_in("0::/only/v2\n", "memory"), None);
     assert_eq!(v1_cgroup_in("", "memory"), None);
+}
+
+#[test]
+fn frozen_reads_from_both_freezers() {
+    assert!(is_frozen("FROZEN\n"));
+    assert!(is_frozen("FREEZING\n"));
+    assert!(!is_frozen("THAWED\n"));
+    assert!(is_frozen("populated 1\nfrozen 1\n"));
+    assert!(!is_frozen("populated 0\nfrozen 0\n"));
 }

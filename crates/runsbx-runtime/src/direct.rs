@@ -1,5 +1,5 @@
-//! `sandbox --no-userns`: the weaker mode for hosts where an ordinary user
-//! cannot have a user namespace (docs/rootless.md). No container: runsbx
+//! `sandbox --isolation landlock` (alias `--no-userns`): the mode for hosts
+//! where runsbx cannot have its namespaces (docs/where.md). No container: runsbx
 //! forks, and the child applies the same process layers the container's
 //! init applies (see executor.rs) to itself on the host, then execs:
 //! fd hygiene, the scrubbed environment and rlimits of the generated
@@ -13,8 +13,9 @@
 //! What does not: there are no namespaces, so the workload shares the
 //! host's pid, ipc, uts and network namespaces and sees the host's
 //! filesystem layout (Landlock stops reading file contents, not stat(2) or
-//! path walks), and it runs as the caller's own uid. Nothing here is chosen
-//! silently: only the explicit flag gets here.
+//! path walks), and it runs as the caller's own uid (root: the config's
+//! unprivileged uid, see `leave_root`). Nothing here is chosen silently:
+//! the flag pins it, or crate::isolation chooses it and says so.
 
 use std::convert::Infallible;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -33,17 +34,16 @@ fn refuse(m: &str) -> RuntimeError {
     RuntimeError::Direct(m.to_string())
 }
 
-/// Whether this process may use the mode at all: not as root, not holding
-/// capabilities.
+/// Whether this process may use the mode at all: root (which the child
+/// leaves for the config's unprivileged uid, see [`leave_root`]), or an
+/// ordinary user holding no capabilities.
 pub fn available() -> Result<()> {
     if !crate::rootless::active() {
-        return Err(refuse(
-            "root always gets namespaces; this mode is for ordinary users",
-        ));
+        return Ok(());
     }
     // Stops: the workload inheriting capabilities (file capabilities or an
     // ambient set on runsbx) that no user namespace would have confined.
-    if let Some(caps) = held_capabilities() {
+    if let Some(caps) = held_capabilities(false) {
         return Err(refuse(&format!("runsbx holds capabilities ({caps})")));
     }
     Ok(())
@@ -110,6 +110,9 @@ fn child(
         sys.set_rlimit(r)
             .map_err(|e| format!("rlimit {:?}: {e}", r.typ()))?;
     }
+    if nix::unistd::geteuid().is_root() {
+        leave_root(spec)?;
+    }
     nix::unistd::chdir(process.cwd())
         .map_err(|e| format!("chdir {}: {}", process.cwd().display(), e.desc()))?;
     // The scrubbed environment of the generated config, nothing of runsbx's.
@@ -132,9 +135,60 @@ fn child(
     }
 }
 
-/// The non-empty capability sets of this process, if any; unknown (an
-/// unreadable /proc) counts as held: fail closed.
-fn held_capabilities() -> Option<String> {
+/// Root (e.g. uid 0 in a container without CAP_SYS_ADMIN) becomes the
+/// host uid and gid the config maps its root to (nobody, or the owner of
+/// `--workdir`), as the workload is in the namespace mode, with every
+/// capability set empty, the bounding set included.
+///
+/// Stops: the workload running as root, with root's capabilities or with a
+/// bounding set it could regain them through (a setuid binary is inert
+/// under no_new_privs; the empty bounding set holds even without it).
+fn leave_root(spec: &Spec) -> std::result::Result<(), String> {
+    use caps::CapSet;
+    let host = |maps: Option<&Vec<libcontainer::oci_spec::runtime::LinuxIdMapping>>, what| {
+        maps.into_iter()
+            .flatten()
+            .find(|m| m.container_id() == 0 && m.size() >= 1)
+            .map(|m| m.host_id())
+            .filter(|id| *id != 0)
+            .ok_or_else(|| {
+                format!("as root, the config must map its root to an unprivileged host {what}")
+            })
+    };
+    let linux = spec.linux().as_ref();
+    let uid = host(linux.and_then(|l| l.uid_mappings().as_ref()), "uid")?;
+    let gid = host(linux.and_then(|l| l.gid_mappings().as_ref()), "gid")?;
+    let cap_err = |what: &str, e: caps::errors::CapsError| format!("capabilities: {what}: {e}");
+    // The bounding set first: emptying it needs CAP_SETPCAP, gone after setuid.
+    caps::clear(None, CapSet::Bounding).map_err(|e| cap_err("emptying the bounding set", e))?;
+    caps::clear(None, CapSet::Ambient).map_err(|e| cap_err("emptying the ambient set", e))?;
+    caps::clear(None, CapSet::Inheritable)
+        .map_err(|e| cap_err("emptying the inheritable set", e))?;
+    nix::unistd::setgroups(&[]).map_err(|e| format!("setgroups: {}", e.desc()))?;
+    let (g, u) = (
+        nix::unistd::Gid::from_raw(gid),
+        nix::unistd::Uid::from_raw(uid),
+    );
+    nix::unistd::setresgid(g, g, g).map_err(|e| format!("setresgid {gid}: {}", e.desc()))?;
+    nix::unistd::setresuid(u, u, u).map_err(|e| format!("setresuid {uid}: {}", e.desc()))?;
+    // The kernel clears permitted and effective when every uid leaves 0
+    // (unless SECBIT_KEEP_CAPS); check rather than trust it.
+    caps::clear(None, CapSet::Effective).map_err(|e| cap_err("emptying the effective set", e))?;
+    caps::clear(None, CapSet::Permitted).map_err(|e| cap_err("emptying the permitted set", e))?;
+    // Read from /proc, not through the caps crate, which knows only the
+    // capabilities of its own release: a newer kernel's would go unseen.
+    match held_capabilities(true) {
+        None => Ok(()),
+        Some(held) => Err(format!(
+            "capabilities still held after leaving root: {held}"
+        )),
+    }
+}
+
+/// The non-empty capability sets of this process (with `bounding`, the
+/// bounding set too), if any; unknown (an unreadable /proc) counts as
+/// held: fail closed.
+fn held_capabilities(bounding: bool) -> Option<String> {
     let Ok(status) = procfs::process::Process::myself().and_then(|p| p.status()) else {
         return Some("unknown: /proc/self/status is unreadable".into());
     };
@@ -144,6 +198,14 @@ fn held_capabilities() -> Option<String> {
         ("CapPrm", status.capprm),
         ("CapEff", status.capeff),
         ("CapAmb", status.capamb.unwrap_or(0)),
+        // No CapBnd line: unknown, so held.
+        (
+            "CapBnd",
+            match bounding {
+                true => status.capbnd.unwrap_or(u64::MAX),
+                false => 0,
+            },
+        ),
     ]
     .into_iter()
     .filter(|(_, set)| *set != 0)

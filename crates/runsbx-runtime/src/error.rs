@@ -35,6 +35,8 @@ pub enum RuntimeError {
     #[error(transparent)]
     Hook(#[from] crate::hooks::HookError),
     #[error(transparent)]
+    Console(#[from] crate::console::ConsoleError),
+    #[error(transparent)]
     Executable(#[from] crate::explain::ExecutableError),
     /// An error raised by the container's init just before exec, carried back
     /// by the report channel (or, for `--no-userns`, by the spawned child).

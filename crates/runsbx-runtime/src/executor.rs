@@ -4,7 +4,9 @@
 //!
 //! Order, and why:
 //! 1. `validate` (before init reports ready, so errors fail `create`):
-//!    resolve the executable inside the container, and enforce Landlock.
+//!    resolve the executable inside the container, set the mount flags
+//!    libcontainer left off (remount.rs, with the CAP_SYS_ADMIN init kept
+//!    for them, dropped right after), and enforce Landlock.
 //!    Landlock needs nothing from the rest of init afterwards (init only waits
 //!    on the already-open notify socket), and applying it here means a policy
 //!    the kernel cannot honour stops `create`, before anything is started.
@@ -56,6 +58,16 @@ pub struct SandboxExecutor {
     /// Load the seccomp filter without no_new_privs, with the CAP_SYS_ADMIN
     /// init was left (see nnp.rs), then drop it from these sets.
     pub without_nnp: Option<crate::nnp::Kept>,
+    /// Mount flags libcontainer left off (remount.rs), set in `validate`.
+    pub remounts: Vec<crate::remount::Remount>,
+    /// CAP_SYS_ADMIN was kept for `remounts` alone: the sets to drop it
+    /// from once they are set.
+    pub remount_kept: Option<crate::nnp::Kept>,
+    /// Give the process every CPU its cpuset allows (`reset_cpu_affinity`).
+    pub reset_affinity: bool,
+    /// The spec mounts a procfs on /proc: check in init that /proc is still
+    /// that procfs's root once every mount is made (`check_proc_root`).
+    pub proc_root: bool,
 }
 
 impl SandboxExecutor {
@@ -105,6 +117,26 @@ impl Executor for SandboxExecutor {
             // own every namespace of this container; execve resets it.
             nix::sys::prctl::set_dumpable(true).map_err(|e| {
                 ExecutorValidationError::ArgValidationError(format!("PR_SET_DUMPABLE: {e}"))
+            })?;
+        }
+        if self.reset_affinity {
+            reset_cpu_affinity().map_err(|e| {
+                ExecutorValidationError::ArgValidationError(format!("sched_setaffinity: {e}"))
+            })?;
+        }
+        if self.proc_root {
+            check_proc_root(Path::new("/proc"))
+                .map_err(ExecutorValidationError::ArgValidationError)?;
+        }
+        // Before Landlock, which forbids changing mounts, and before the
+        // workload exists.
+        crate::remount::apply(&self.remounts)
+            .map_err(ExecutorValidationError::ArgValidationError)?;
+        if let Some(kept) = self.remount_kept {
+            kept.give_back().map_err(|e| {
+                ExecutorValidationError::ArgValidationError(format!(
+                    "capabilities: dropping the CAP_SYS_ADMIN kept to set mount flags: {e}"
+                ))
             })?;
         }
         crate::sys::fds::fix_dev_null_stdio().map_err(|e| {
@@ -187,6 +219,46 @@ impl SandboxExecutor {
     }
 }
 
+/// Fails unless `proc` is the root of a procfs: the one the spec mounted,
+/// not a volume, a bind of something else or a file over it.
+///
+/// Stops: a fake /proc that a mount slipped in after the bundle gate's
+/// check (`spec/proc_mounts.rs`) by racing it: a symlink in a rootfs shared
+/// with another container swapped while `create` ran (CVE-2019-19921,
+/// CVE-2019-16884). Runs in init after every mount libcontainer makes and
+/// before the workload exists, so a race lost here stops the create. Not
+/// covered: a bind of another procfs's root (its inode is 1 too); the gate
+/// refuses such a mount by its destination.
+fn check_proc_root(proc: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let fs = nix::sys::statfs::statfs(proc)
+        .map_err(|e| format!("/proc: statfs: {e}"))?
+        .filesystem_type();
+    let ino = std::fs::symlink_metadata(proc)
+        .map_err(|e| format!("/proc: {e}"))?
+        .ino();
+    match fs == nix::sys::statfs::PROC_SUPER_MAGIC && ino == 1 {
+        true => Ok(()),
+        false => Err(format!(
+            "/proc is not the procfs the spec mounted (filesystem {fs:?}, inode {ino}): \
+             a mount covered it (CVE-2019-16884); not starting"
+        )),
+    }
+}
+
+/// Every CPU, as runc 1.2 starts a container's processes: the kernel keeps
+/// the ones the container's cpuset allows. Without it the workload (init
+/// and every exec'd process) would inherit the affinity of whoever ran
+/// runsbx (`taskset -c 0 runsbx run ...`: one CPU however many the cgroup
+/// gives).
+fn reset_cpu_affinity() -> nix::Result<()> {
+    let mut all = nix::sched::CpuSet::new();
+    for cpu in 0..nix::sched::CpuSet::count() {
+        all.set(cpu)?;
+    }
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &all)
+}
+
 /// The container's PATH: from process.env, else execvp's default. `check`
 /// resolves the executable with the same one.
 pub(crate) fn path_var(process: &libcontainer::oci_spec::runtime::Process) -> &str {
@@ -236,4 +308,20 @@ fn check_executable(path: &Path) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_proc_root;
+    use std::path::Path;
+
+    #[test]
+    fn only_a_procfs_root_passes_for_proc() {
+        assert!(check_proc_root(Path::new("/proc")).is_ok());
+        let err = check_proc_root(Path::new("/proc/self")).unwrap_err();
+        assert!(err.contains("not the procfs"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let err = check_proc_root(dir.path()).unwrap_err();
+        assert!(err.contains("CVE-2019-16884"), "{err}");
+    }
 }

@@ -86,12 +86,18 @@ pub fn check(spec: &Spec) -> std::result::Result<(), String> {
 }
 
 /// The keys of `hooks` that runsbx runs itself, through the shim or after.
-const RUNTIME_HOOKS: [&str; 4] = ["prestart", "createRuntime", "poststart", "poststop"];
+const SHIMMED_HOOKS: [&str; 5] = [
+    "prestart",
+    "createRuntime",
+    "createContainer",
+    "poststart",
+    "poststop",
+];
 
-/// Whether `raw` (a config.json) has a runtime-namespace hook, which
-/// libcontainer must then not be shown as it is.
+/// Whether `raw` (a config.json) has a hook that runsbx runs itself or
+/// through its shim, which libcontainer must then not be shown as it is.
 pub fn has_runtime_hooks(raw: &serde_json::Value) -> bool {
-    RUNTIME_HOOKS.iter().any(|k| {
+    SHIMMED_HOOKS.iter().any(|k| {
         raw["hooks"][k]
             .as_array()
             .is_some_and(|hooks| !hooks.is_empty())
@@ -99,41 +105,68 @@ pub fn has_runtime_hooks(raw: &serde_json::Value) -> bool {
 }
 
 /// `raw` as libcontainer runs its hooks: without poststart and poststop,
-/// each prestart and createRuntime hook replaced by runsbx's `hook-shim`
-/// carrying it (`run_shim`), which tells it the real `bundle` and writes why
-/// it failed to `report` (createContainer and startContainer stay).
+/// each prestart, createRuntime and createContainer hook replaced by
+/// runsbx's `hook-shim` carrying it (`run_shim`), which tells it the real
+/// `bundle`, runs a createContainer hook in the rootfs (runc's working
+/// directory for it; libcontainer's is the caller's), and writes why it
+/// failed to `report` (startContainer stays).
 pub fn for_libcontainer(raw: &mut serde_json::Value, bundle: &Path, report: &Path) {
+    let rootfs = raw
+        .pointer("/root/path")
+        .and_then(|p| p.as_str())
+        .map(|p| bundle.join(p));
     let Some(hooks) = raw.get_mut("hooks").and_then(|h| h.as_object_mut()) else {
         return;
     };
     hooks.remove("poststart");
     hooks.remove("poststop");
-    for kind in ["prestart", "createRuntime"] {
+    for kind in ["prestart", "createRuntime", "createContainer"] {
         let Some(list) = hooks.get_mut(kind).and_then(|l| l.as_array_mut()) else {
             continue;
         };
         for (index, hook) in list.iter_mut().enumerate() {
-            *hook = serde_json::json!({
-                // This runsbx (a sealed copy, see sys/sealed_exe.rs): the
-                // process that runs prestart and createRuntime hooks is
-                // libcontainer's main process, this one.
-                "path": "/proc/self/exe",
-                "args": [
-                    "runsbx", "hook-shim", "--kind", kind, "--index", index.to_string(),
-                    "--bundle", bundle, "--report", report, "--hook", hook.to_string(),
-                ],
-            });
+            let mut args = serde_json::json!([
+                "runsbx",
+                "hook-shim",
+                "--kind",
+                kind,
+                "--index",
+                index.to_string(),
+                "--bundle",
+                bundle,
+                "--report",
+                report,
+                "--hook",
+                hook.to_string(),
+            ]);
+            if let (Some(dir), "createContainer") = (&rootfs, kind) {
+                let list = args.as_array_mut().expect("an array");
+                list.extend(["--cwd".into(), dir.display().to_string().into()]);
+            }
+            // This runsbx (a sealed copy, see sys/sealed_exe.rs): prestart
+            // and createRuntime hooks are run by libcontainer's main process,
+            // this one; createContainer hooks by init, a fork of it that has
+            // not exec'd, before pivot_root.
+            *hook = serde_json::json!({ "path": "/proc/self/exe", "args": args });
         }
     }
 }
 
 /// `runsbx hook-shim`: reads the state libcontainer gives a hook on stdin,
-/// tells the hook `created` (the runtime-spec's status for prestart and
-/// createRuntime; libcontainer 0.7 says `creating`) and the real `bundle`
+/// tells a prestart or createRuntime hook `created` (the runtime-spec's
+/// status for them; libcontainer 0.7 says `creating`), a createContainer
+/// hook init's pid, runs it in `cwd` when given, and tells it the real `bundle`
 /// (libcontainer read a copy of config.json elsewhere), runs it as runsbx
 /// runs every hook (`run_one`), and on failure writes the one line that
 /// names it to `report` and exits 1, which fails the create.
-pub fn run_shim(kind: &str, index: usize, hook: &str, bundle: &Path, report: &Path) -> i32 {
+pub fn run_shim(
+    kind: &str,
+    index: usize,
+    hook: &str,
+    bundle: &Path,
+    report: &Path,
+    cwd: Option<&Path>,
+) -> i32 {
     let hook: Hook = match serde_json::from_str(hook) {
         Ok(h) => h,
         Err(e) => return shim_failed(report, format!("{kind} hook {index}: {e}")),
@@ -142,6 +175,11 @@ pub fn run_shim(kind: &str, index: usize, hook: &str, bundle: &Path, report: &Pa
         let path = hook.path().display();
         shim_failed(report, format!("{kind} hook {index} ({path}): {what}"))
     };
+    if let Some(dir) = cwd {
+        if let Err(e) = std::env::set_current_dir(dir) {
+            return fail(format!("chdir {}: {e}", dir.display()));
+        }
+    }
     let mut text = String::new();
     if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
         return fail(format!("reading its state: {e}"));
@@ -150,7 +188,16 @@ pub fn run_shim(kind: &str, index: usize, hook: &str, bundle: &Path, report: &Pa
         Ok(s) => s,
         Err(e) => return fail(format!("its state: {e}")),
     };
-    state["status"] = "created".into();
+    if kind == "createContainer" {
+        // As runc: `creating`, with init's pid as the hook sees it (the
+        // shim's parent: init, before pivot_root, in the container's pid
+        // namespace). libcontainer gives no pid yet.
+        if state.get("pid").is_none_or(|p| p.is_null()) {
+            state["pid"] = std::os::unix::process::parent_id().into();
+        }
+    } else {
+        state["status"] = "created".into();
+    }
     state["bundle"] = bundle.display().to_string().into();
     if state["annotations"]
         .as_object()
@@ -416,8 +463,8 @@ mod tests {
     }
 
     #[test]
-    fn libcontainer_runs_prestart_and_create_runtime_through_the_shim_only() {
-        let mut raw = serde_json::json!({"hooks": {
+    fn libcontainer_runs_every_hook_but_start_container_through_the_shim() {
+        let mut raw = serde_json::json!({"root": {"path": "rootfs"}, "hooks": {
             "prestart": [{"path": "/a", "timeout": 5}], "createRuntime": [{"path": "/b"}],
             "createContainer": [{"path": "/c"}], "startContainer": [{"path": "/d"}],
             "poststart": [{"path": "/e"}], "poststop": [{"path": "/f"}]}});
@@ -434,9 +481,14 @@ mod tests {
             ]
         );
         assert_eq!(
-            raw["hooks"]["createContainer"],
-            serde_json::json!([{"path": "/c"}])
+            raw["hooks"]["startContainer"],
+            serde_json::json!([{"path": "/d"}])
         );
+        // createContainer: in the rootfs, as runc runs it.
+        let cc = raw["hooks"]["createContainer"][0]["args"]
+            .as_array()
+            .unwrap();
+        assert_eq!(cc[cc.len() - 2..], ["--cwd", "/b/dir/rootfs"]);
         let shim = &raw["hooks"]["prestart"][0];
         assert_eq!(shim["path"], "/proc/self/exe");
         // The shim enforces the hook's timeout itself, with the hook's env.

@@ -112,10 +112,17 @@ pub fn describe(lines: &[String], spec: &Spec, inspect: Inspect) -> Option<Strin
     let mounts: &[Mount] = spec.mounts().as_deref().unwrap_or(&[]);
     let logged = lines.iter().find_map(|l| {
         let rest = l.strip_prefix("failed to mount ")?;
-        mounts
-            .iter()
-            .enumerate()
-            .find(|(_, m)| rest.starts_with(&format!("{m:?}: ")))
+        // By destination, type and source: the options libcontainer was
+        // shown may differ from the file's (a tmpfs's mode=, create.rs).
+        mounts.iter().enumerate().find(|(_, m)| {
+            let head = format!(
+                "Mount {{ destination: {:?}, typ: {:?}, source: {:?}, ",
+                m.destination(),
+                m.typ(),
+                m.source()
+            );
+            rest.starts_with(&head)
+        })
     });
     let errno = lines.iter().find_map(|l| errno_in(l));
     let with_errno = |text: &str| match (errno_in(text), errno) {

@@ -9,6 +9,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod cgroup;
+pub mod console;
 pub mod container;
 pub mod delegation;
 pub mod denials;
@@ -21,6 +22,7 @@ mod fdinfo;
 pub mod guard;
 pub mod hooks;
 pub mod initlog;
+pub mod isolation;
 pub mod jupyter;
 pub mod landlock;
 pub mod monitor;
@@ -29,6 +31,7 @@ pub mod nnp;
 pub mod pidns;
 pub mod prebind;
 pub mod premount;
+pub mod remount;
 pub mod report;
 pub mod resources;
 pub mod rootless;
@@ -37,5 +40,5 @@ pub mod supervise;
 #[allow(unsafe_code)]
 pub mod sys;
 
-pub use container::{CreateOptions, ExecOptions, Owned, Runtime, StateView};
+pub use container::{CreateOptions, ExecOptions, Executed, Owned, Runtime, StateView};
 pub use error::{Result, RuntimeError};

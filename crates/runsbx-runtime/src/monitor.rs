@@ -57,6 +57,11 @@ pub struct Monitor {
     /// Signals answered with SIGKILL to the workload instead of being
     /// passed on (see [`Monitor::kill_on`]).
     kill_on: Vec<Signal>,
+    /// Run on SIGWINCH instead of forwarding it (see [`Monitor::on_winch`]).
+    on_winch: Option<Box<dyn Fn()>>,
+    /// Continue the workload whenever it stops (see
+    /// [`Monitor::continue_stopped`]).
+    continue_stopped: bool,
 }
 
 impl Monitor {
@@ -75,6 +80,8 @@ impl Monitor {
             sfd,
             old,
             kill_on: Vec::new(),
+            on_winch: None,
+            continue_stopped: false,
         })
     }
 
@@ -88,6 +95,30 @@ impl Monitor {
         self
     }
 
+    /// Calls `f` on SIGWINCH rather than passing it on: a workload on a
+    /// pty of runsbx's gets its SIGWINCH from the kernel when `f` resizes
+    /// the pty (console/relay.rs).
+    pub fn on_winch(mut self, f: impl Fn() + 'static) -> Self {
+        self.on_winch = Some(Box::new(f));
+        self
+    }
+
+    /// Sends SIGCONT to the workload whenever it is found stopped on a
+    /// SIGCHLD (`sandbox --isolation landlock`).
+    ///
+    /// Stops: a workload without a pid namespace stopping itself (SIGSTOP,
+    /// or SIGTSTP/SIGTTIN/SIGTTOU, to itself: the seccomp allowlist lets it
+    /// signal itself) and sitting until `--timeout`. In the namespace mode
+    /// it is PID 1 of its namespace, where the kernel drops those signals;
+    /// here the stop lasts until runsbx reads the SIGCHLD. The state is
+    /// read from /proc on every SIGCHLD rather than taken from its
+    /// `ssi_code`: a second stop while the first SIGCHLD is pending is
+    /// merged into it.
+    pub fn continue_stopped(mut self) -> Self {
+        self.continue_stopped = true;
+        self
+    }
+
     /// Waits for `pid` to end, forwarding signals. Every `tick`, `on_tick`
     /// may ask to stop waiting (it is expected to have killed the container).
     pub fn wait(
@@ -96,6 +127,11 @@ impl Monitor {
         tick: Option<Duration>,
         mut on_tick: impl FnMut() -> bool,
     ) -> Result<Finished> {
+        // A stop before SIGCHLD was blocked (Monitor::new) sent no signal
+        // this could read.
+        if self.continue_stopped && is_stopped(pid) {
+            let _ = kill(pid, Signal::SIGCONT);
+        }
         loop {
             if let Some(done) = reap(pid, false)? {
                 return Ok(done);
@@ -122,8 +158,12 @@ impl Monitor {
                 };
                 if self.kill_on.contains(&sig) {
                     let _ = kill(pid, Signal::SIGKILL);
+                } else if let (Signal::SIGWINCH, Some(f)) = (sig, &self.on_winch) {
+                    f();
                 } else if sig != Signal::SIGCHLD {
                     let _ = kill(pid, sig);
+                } else if self.continue_stopped && is_stopped(pid) {
+                    let _ = kill(pid, Signal::SIGCONT);
                 }
             }
         }
@@ -141,6 +181,15 @@ impl Drop for Monitor {
     fn drop(&mut self) {
         let _ = nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&self.old), None);
     }
+}
+
+/// Whether `pid` is in the stopped state (`T` in /proc/<pid>/stat).
+fn is_stopped(pid: Pid) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the command name, which may hold ") ".
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('T'))
+    })
 }
 
 fn reap(pid: Pid, block: bool) -> Result<Option<Finished>> {

@@ -124,6 +124,9 @@ pub struct HookShim {
     /// The hook, as config.json has it (JSON).
     #[arg(long)]
     pub hook: String,
+    /// The directory to run the hook in (createContainer: the rootfs).
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -251,7 +254,8 @@ pub struct Exec {
     pub detach: bool,
     #[arg(long, value_name = "FILE")]
     pub pid_file: Option<PathBuf>,
-    /// Allocate a pty (with --console-socket when detached).
+    /// Allocate a pty, relayed by runsbx in the foreground (with
+    /// --console-socket when detached).
     #[arg(short, long)]
     pub tty: bool,
     #[arg(long, value_name = "SOCKET")]
@@ -299,10 +303,11 @@ pub struct Exec {
 }
 
 /// The flags that `update` reads from `--resources` instead.
-const UPDATE_FLAGS: [&str; 16] = [
+const UPDATE_FLAGS: [&str; 17] = [
     "blkio_weight",
     "cpu_period",
     "cpu_quota",
+    "cpu_burst",
     "cpu_share",
     "cpu_rt_period",
     "cpu_rt_runtime",
@@ -333,6 +338,9 @@ pub struct Update {
     /// CPU CFS quota per period, in microseconds (-1: none).
     #[arg(long, value_name = "USEC", allow_negative_numbers = true)]
     pub cpu_quota: Option<i64>,
+    /// CPU CFS burst per period, in microseconds.
+    #[arg(long, value_name = "USEC")]
+    pub cpu_burst: Option<u64>,
     /// CPU shares (relative weight).
     #[arg(long, alias = "cpu-shares", value_name = "N")]
     pub cpu_share: Option<u64>,
@@ -527,11 +535,24 @@ pub struct Sandbox {
     /// Container id (default: sandbox-<runsbx's pid>).
     #[arg(long, value_name = "ID")]
     pub id: Option<String>,
-    /// Weaker mode for hosts that forbid user namespaces: no namespaces and
-    /// no container; CMD runs as the caller with Landlock, seccomp and
-    /// no_new_privs only (see docs/rootless.md). Never chosen by itself.
-    #[arg(long, conflicts_with_all = ["memory", "pids_limit", "self_test", "id", "report_denials"])]
+    /// The isolation: `auto` (the default: namespaces where the host allows
+    /// them, else `landlock` if the kernel can give it, announced on
+    /// stderr, else refused), `namespaces` (the container; refused with the
+    /// cause where unavailable) or `landlock` (no namespaces: Landlock,
+    /// seccomp and no_new_privs; see docs/where.md).
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = Isolation::Auto)]
+    pub isolation: Isolation,
+    /// Alias of `--isolation landlock`.
+    #[arg(long, conflicts_with_all = ["memory", "pids_limit", "self_test", "id", "report_denials", "isolation"])]
     pub no_userns: bool,
+}
+
+/// `--isolation` (see runsbx_runtime::isolation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Isolation {
+    Auto,
+    Namespaces,
+    Landlock,
 }
 
 #[derive(Debug, Args)]
@@ -557,9 +578,12 @@ pub struct Selftest {
     /// is bound into a copy of its config and run as its process.
     #[arg(long, value_name = "DIR")]
     pub bundle: Option<PathBuf>,
-    /// Test `sandbox --no-userns` (the weaker mode without namespaces)
-    /// instead of the default sandbox.
-    #[arg(long, conflicts_with = "bundle")]
+    /// The isolation to test, as `sandbox --isolation` chooses it (default:
+    /// auto, what `sandbox` would get here).
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = Isolation::Auto)]
+    pub isolation: Isolation,
+    /// Alias of `--isolation landlock`.
+    #[arg(long, conflicts_with_all = ["bundle", "isolation"])]
     pub no_userns: bool,
     /// Test this `--profile` of the generated sandbox (see `sandbox`).
     #[arg(long, value_enum, default_value_t = Profile::Default, value_name = "NAME",

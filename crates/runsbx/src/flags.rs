@@ -150,6 +150,7 @@ pub fn resource_update(a: &Update) -> Result<ResourceUpdate> {
         cpu_shares: a.cpu_share,
         cpu_period: a.cpu_period,
         cpu_quota: a.cpu_quota,
+        cpu_burst: a.cpu_burst,
         cpu_rt_period: a.cpu_rt_period,
         cpu_rt_runtime: a.cpu_rt_runtime,
         cpuset_cpus: a.cpuset_cpus.clone(),

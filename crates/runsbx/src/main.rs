@@ -70,11 +70,13 @@ fn main() -> ExitCode {
             logger.error(&msg);
             print_error(&msg);
             // `sandbox` forwards the workload's status; 125 says the
-            // workload never ran, as docker and podman use it.
-            if name == "sandbox" {
-                ExitCode::from(125)
-            } else {
-                ExitCode::FAILURE
+            // workload never ran, as docker and podman use it. `exec`
+            // forwards its process's status too; runc says 255 when it
+            // could not run it, and scripts tell the two apart by it.
+            match name {
+                "sandbox" => ExitCode::from(125),
+                "exec" => ExitCode::from(255),
+                _ => ExitCode::FAILURE,
             }
         }
     }

@@ -26,6 +26,41 @@ use super::{FsRight, LandlockError, LandlockPolicy, NetRight, PathBeneathRule, S
 /// (`resolve_unix` is left to seccomp, which denies `socket` in the sandbox).
 const FS_ABI: u8 = 5;
 
+/// procfs files every sandbox may read (see [`LandlockPolicy::sandbox`]).
+pub const PROC_FILES: &[&str] = &["/proc/stat", "/proc/meminfo", "/proc/cpuinfo"];
+/// The workload's own procfs directory, which the sandbox may read.
+pub const PROC_SELF: &str = "/proc/self";
+/// What [`PROC_SELF`] resolves to when the Executor opens it for the rule:
+/// the Executor runs in init, which execs the workload, and init is PID 1 of
+/// the sandbox's own pid namespace.
+pub const PROC_SELF_RESOLVED: &str = "/proc/1";
+/// The child of [`PROC_SELF_RESOLVED`] that is pinned to pin it (see
+/// [`proc_pins`]): a file that is read-only by its mode anyway.
+pub const PROC_SELF_PIN: &str = "/proc/1/status";
+
+/// The procfs paths whose dentries a sandbox must pin for its Landlock
+/// grants to last (its bundle binds each onto itself: `linux.readonlyPaths`).
+///
+/// Why: a Landlock rule is tied to the inode it was made on (Landlock holds
+/// that inode), and procfs gives a fresh inode to every fresh lookup. Once
+/// the kernel reclaims an unused procfs dentry (memory pressure;
+/// `drop_caches`), the next lookup makes a new dentry with a new inode that
+/// carries no rule, and the grant is gone for the rest of the run (reads
+/// fail with EACCES). A mount holds its root and mountpoint dentries, so a
+/// bind of the path onto itself keeps that dentry, and its inode, for the
+/// container's life.
+///
+/// `/proc/1` is pinned through its child [`PROC_SELF_PIN`]: a dentry holds
+/// its parent, so the child's bind keeps `/proc/1` too, without making the
+/// rest of `/proc/1` a read-only mount (a write to `/proc/self/oom_score_adj`
+/// keeps failing with Landlock's EACCES, not EROFS). Files below `/proc/1`
+/// need no pin of their own: the rule is checked on their ancestors. Rules
+/// on a mount's root (`/proc` itself) need none: a root dentry is never
+/// reclaimed.
+pub fn proc_pins() -> impl Iterator<Item = &'static str> {
+    std::iter::once(PROC_SELF_PIN).chain(PROC_FILES.iter().copied())
+}
+
 /// The devices libcontainer creates in every container (its `default_devices`),
 /// so a rule naming them cannot fail on a missing path.
 const DEFAULT_DEVICES: &[&str] = &[
@@ -204,7 +239,7 @@ fn group(grants: Vec<(PathBuf, BTreeSet<FsRight>)>) -> Vec<PathBeneathRule> {
 
 impl LandlockPolicy {
     /// The policy `runsbx gen` writes: `read_exec` paths readable and
-    /// executable, `read_write` paths readable and writable but not
+    /// executable, `read_write` paths readable and writable (no symlinks made) but not
     /// executable (with seccomp denying exec anyway, nothing the workload
     /// writes should run), `/dev/null` writable, `/dev/{zero,full,random,urandom}`
     /// readable, `/proc/self` and `/proc/{stat,meminfo,cpuinfo}` readable, every TCP bind and connect denied, abstract unix sockets and
@@ -219,12 +254,26 @@ impl LandlockPolicy {
             ReadFile, ReadDir, WriteFile, Truncate, RemoveDir, RemoveFile,
         ]
         .into_iter()
-        .chain([MakeDir, MakeReg, MakeSym, MakeSock, MakeFifo, Refer])
+        // No MakeSym: a symlink in the workdir is resolved by the host programs
+        // that read it with host rights (see profile.rs, symlink); seccomp
+        // refuses symlink too.
+        .chain([MakeDir, MakeReg, MakeSock, MakeFifo, Refer])
         .collect();
         let mut grants = Vec::new();
         grants.extend(read_exec_paths.iter().map(|p| (p.clone(), read_exec())));
         grants.extend(read_write_paths.iter().map(|p| (p.clone(), rw.clone())));
-        grants.push((PathBuf::from("/dev/null"), set(&[ReadFile, WriteFile])));
+        // ioctl_dev on /dev/null: Python's open() asks isatty() (TCGETS) of
+        // every file it opens in text mode, and `open(os.devnull, "w")` is how
+        // scripts silence output. Without the right Landlock answered EACCES
+        // and logged a denial for each (numpy's test suite: --report-denials);
+        // the null driver has no ioctl, so the kernel now answers ENOTTY, as on
+        // any host. Which requests reach the driver at all is seccomp's
+        // allowlist (eight read-only terminal and fd requests); the other
+        // devices stay without the right.
+        grants.push((
+            PathBuf::from("/dev/null"),
+            set(&[ReadFile, WriteFile, IoctlDev]),
+        ));
         for dev in ["/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"] {
             grants.push((PathBuf::from(dev), set(&[ReadFile])));
         }
@@ -236,13 +285,13 @@ impl LandlockPolicy {
         // the workload alone, so it names no other process; a magic link
         // below it (root, cwd, fd/N) is checked at its target like any path.
         // No write right: /proc/self/mem, attr/ and oom_score_adj stay shut.
-        grants.push((PathBuf::from("/proc/self"), set(&[ReadFile, ReadDir])));
+        grants.push((PathBuf::from(PROC_SELF), set(&[ReadFile, ReadDir])));
         // System-wide counters that sizing code reads: glibc's get_nprocs
         // (os.cpu_count, OpenBLAS's thread count) falls back to /proc/stat
         // without /sys; numpy and pandas read meminfo, cpuinfo for CPU
         // features. The host's totals, as any container shows; no process
         // of the host is named in them.
-        for info in ["/proc/stat", "/proc/meminfo", "/proc/cpuinfo"] {
+        for info in PROC_FILES {
             grants.push((PathBuf::from(info), set(&[ReadFile])));
         }
         LandlockPolicy {

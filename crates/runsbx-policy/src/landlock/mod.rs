@@ -22,7 +22,9 @@ mod auto;
 mod parse;
 mod rights;
 
-pub use auto::{auto, LandlockDefault};
+pub use auto::{
+    auto, proc_pins, LandlockDefault, PROC_FILES, PROC_SELF, PROC_SELF_PIN, PROC_SELF_RESOLVED,
+};
 pub use parse::{from_config, ANNOTATION};
 pub use rights::{can_log, FsRight, NetRight, ScopeRight, AUDIT_ABI};
 

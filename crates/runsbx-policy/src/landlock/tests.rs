@@ -355,9 +355,9 @@ fn sandbox_policy() {
         "rules": {"pathBeneath": [
             {"allowedAccess": ["execute", "read_file", "read_dir"], "paths": ["/usr", "/etc/ld.so.cache"]},
             {"allowedAccess": ["write_file", "read_file", "read_dir", "remove_dir", "remove_file", "make_dir",
-                               "make_reg", "make_sock", "make_fifo", "make_sym", "refer", "truncate"],
+                               "make_reg", "make_sock", "make_fifo", "refer", "truncate"],
              "paths": ["/work"]},
-            {"allowedAccess": ["write_file", "read_file"], "paths": ["/dev/null"]},
+            {"allowedAccess": ["write_file", "read_file", "ioctl_dev"], "paths": ["/dev/null"]},
             {"allowedAccess": ["read_file"], "paths": ["/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
                                                        "/proc/stat", "/proc/meminfo", "/proc/cpuinfo"]},
             {"allowedAccess": ["read_file", "read_dir"], "paths": ["/proc/self"]}

@@ -11,16 +11,18 @@
 //! The reference is runc 1.1 applying a profile through libseccomp 2.5:
 //!
 //! - Actions: `SCMP_ACT_KILL` is KILL_THREAD (as runc), `ERRNO` and `TRACE` carry
-//!   `errnoRet`, defaulting to EPERM (as runc). `SCMP_ACT_NOTIFY` and `listenerPath`
+//!   `errnoRet`, defaulting to EPERM (as runc). `SCMP_ACT_NOTIFY` (and a `listenerPath`
+//!   with it; without it, runc and runsbx ignore the path)
 //!   are refused: runsbx has no seccomp agent.
 //! - A rule whose action (with its errno) equals the default action is dropped, as runc
 //!   does (libseccomp refuses such rules). This matters: it can no longer shadow a
 //!   conditional rule for the same syscall.
 //! - For one syscall, the first unconditional rule decides and every other rule for it
 //!   is ignored, as in libseccomp's rule database.
-//! - Conditions of one entry are ANDed, also when several compare the same argument.
-//!   (Difference: runc splits such an entry into one rule per condition, i.e. ORs them,
-//!   because libseccomp refuses two comparisons of one argument.)
+//! - Conditions of one entry are ANDed, unless two of them compare the same argument:
+//!   then, as runc does (libseccomp refuses two comparisons of one argument in a rule),
+//!   each condition of that entry is a rule of its own, i.e. they are ORed. A profile
+//!   written and tested against runc means the same here.
 //! - When several conditional rules match one call, the action of highest kernel
 //!   precedence wins (KILL_PROCESS > KILL_THREAD > TRAP > ERRNO > TRACE > LOG > ALLOW);
 //!   between two ERRNO (or TRACE) rules, the one that comes first in the profile wins.
@@ -524,19 +526,30 @@ fn rules_for_arch(
         if e.ret == default_ret {
             continue; // runc: "This rule is redundant, silently skip it".
         }
+        // runc: an entry comparing one argument twice becomes one rule per
+        // condition.
+        let repeats = e
+            .conds
+            .iter()
+            .enumerate()
+            .any(|(i, c)| e.conds[..i].iter().any(|d| d.index == c.index));
+        let split: Vec<Vec<Cond>> = match repeats {
+            true => e.conds.iter().map(|c| vec![*c]).collect(),
+            false => vec![e.conds.clone()],
+        };
         for name in &e.names {
             let Some(nr) = arch.resolve(name) else {
                 continue;
             };
-            by_nr
+            let rules = &mut by_nr
                 .entry(nr)
                 .or_insert_with(|| (name.clone(), Vec::new()))
-                .1
-                .push(Rule {
-                    ret: e.ret,
-                    conds: e.conds.clone(),
-                    order,
-                });
+                .1;
+            rules.extend(split.iter().map(|conds| Rule {
+                ret: e.ret,
+                conds: conds.clone(),
+                order,
+            }));
         }
     }
     // libseccomp: the first unconditional rule for a syscall replaces all others.
@@ -729,7 +742,15 @@ pub fn compile(profile: &LinuxSeccomp) -> Result<SeccompProgram, SeccompError> {
             "runsbx compiles seccomp profiles only on x86_64 hosts".into(),
         ));
     }
-    if profile.listener_path().is_some() {
+    // As runc: a listenerPath is only used by SCMP_ACT_NOTIFY; without one
+    // it is ignored (no agent is ever contacted).
+    let notifies = profile.default_action() == LinuxSeccompAction::ScmpActNotify
+        || profile
+            .syscalls()
+            .iter()
+            .flatten()
+            .any(|s| s.action() == LinuxSeccompAction::ScmpActNotify);
+    if profile.listener_path().is_some() && notifies {
         return Err(invalid(
             "listenerPath",
             "seccomp agents (SCMP_ACT_NOTIFY) are not supported by runsbx",

@@ -179,17 +179,26 @@ fn tiocsti_with_high_bits_matches_a_rule_on_tiocsti() {
     assert_eq!(run(&p, &x64("ioctl", &[0, libc::TCGETS])), ALLOW);
 }
 
+/// Conditions on distinct arguments are ANDed; once two compare the same
+/// argument, runc makes each condition a rule of its own (ORed).
 #[test]
-fn several_conditions_are_anded_even_on_one_argument() {
-    let p = compile_json(
+fn several_conditions_are_anded_unless_one_argument_repeats() {
+    let anded = compile_json(
         r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["lseek"],"action":"SCMP_ACT_ALLOW",
-        "args":[{"index":2,"value":1,"op":"SCMP_CMP_GE"},{"index":2,"value":2,"op":"SCMP_CMP_LE"},
+        "args":[{"index":2,"value":1,"op":"SCMP_CMP_EQ"},{"index":0,"value":3,"op":"SCMP_CMP_EQ"}]}]}"#,
+    );
+    assert_eq!(run(&anded, &x64("lseek", &[3, 0, 1])), ALLOW);
+    assert_eq!(run(&anded, &x64("lseek", &[4, 0, 1])), errno(libc::EPERM));
+    assert_eq!(run(&anded, &x64("lseek", &[3, 0, 2])), errno(libc::EPERM));
+    let ored = compile_json(
+        r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["lseek"],"action":"SCMP_ACT_ALLOW",
+        "args":[{"index":2,"value":1,"op":"SCMP_CMP_EQ"},{"index":2,"value":2,"op":"SCMP_CMP_EQ"},
                 {"index":0,"value":3,"op":"SCMP_CMP_EQ"}]}]}"#,
     );
-    assert_eq!(run(&p, &x64("lseek", &[3, 0, 1])), ALLOW);
-    assert_eq!(run(&p, &x64("lseek", &[3, 0, 2])), ALLOW);
-    assert_eq!(run(&p, &x64("lseek", &[3, 0, 0])), errno(libc::EPERM));
-    assert_eq!(run(&p, &x64("lseek", &[4, 0, 1])), errno(libc::EPERM));
+    assert_eq!(run(&ored, &x64("lseek", &[9, 0, 1])), ALLOW);
+    assert_eq!(run(&ored, &x64("lseek", &[9, 0, 2])), ALLOW);
+    assert_eq!(run(&ored, &x64("lseek", &[3, 0, 7])), ALLOW);
+    assert_eq!(run(&ored, &x64("lseek", &[4, 0, 0])), errno(libc::EPERM));
 }
 
 #[test]
@@ -362,7 +371,7 @@ fn bad_input_is_refused_with_the_field() {
             "linux.seccomp: defaultAction: errno 70000 is out of range (0-4095)",
         ),
         (
-            r#"{"defaultAction":"SCMP_ACT_ALLOW","listenerPath":"/run/agent.sock"}"#,
+            r#"{"defaultAction":"SCMP_ACT_ALLOW","listenerPath":"/run/agent.sock","syscalls":[{"names":["read"],"action":"SCMP_ACT_NOTIFY"}]}"#,
             "linux.seccomp: listenerPath: seccomp agents (SCMP_ACT_NOTIFY) are not supported by runsbx",
         ),
         (
@@ -375,6 +384,16 @@ fn bad_input_is_refused_with_the_field() {
     }
     // Unknown actions and operators never reach compile(): serde refuses them.
     assert!(serde_json::from_str::<LinuxSeccomp>(r#"{"defaultAction":"SCMP_ACT_BOGUS"}"#).is_err());
+}
+
+/// As runc: a listenerPath without any SCMP_ACT_NOTIFY is ignored.
+#[test]
+fn a_listener_path_without_notify_is_ignored() {
+    let p = compile_json(
+        r#"{"defaultAction":"SCMP_ACT_ALLOW","listenerPath":"/run/agent.sock","listenerMetadata":"x",
+        "syscalls":[{"names":["mkdir"],"action":"SCMP_ACT_ERRNO"}]}"#,
+    );
+    assert_eq!(run(&p, &x64("mkdir", &[0, 0])), errno(libc::EPERM));
 }
 
 #[test]

@@ -11,7 +11,7 @@ use nix::unistd::Pid;
 
 use super::lock::CreateLock;
 use super::sidecar::{proc_starttime, write_sidecar, Sidecar};
-use super::{validate_id, CreateOptions, Owned, Runtime};
+use super::{check_parent_dir, validate_id, CreateOptions, Owned, Runtime};
 use crate::cgroup::{bundle_cgroup_path, kill_cgroup_path, needs_no_cgroup, verify_cgroup_free};
 use crate::error::{Result, RuntimeError};
 use crate::executor::SandboxExecutor;
@@ -28,12 +28,20 @@ struct Plan {
     parent: Option<OwnedFd>,
     /// Made without a cgroup (`needs_no_cgroup`).
     cgroup_free: bool,
-    /// seccomp loaded without no_new_privs (nnp.rs); the sets init keeps
-    /// CAP_SYS_ADMIN in are known once libcontainer's view is made.
-    without_nnp: Option<crate::nnp::Kept>,
+    /// seccomp loaded without no_new_privs (nnp.rs).
+    without_nnp: bool,
+    /// Mount flags libcontainer leaves off, set by the Executor (remount.rs).
+    remounts: Vec<crate::remount::Remount>,
+    /// Init keeps CAP_SYS_ADMIN through libcontainer's capability drop (for
+    /// `without_nnp` or `remounts`); the sets it is kept in are known once
+    /// libcontainer's view is made.
+    kept: Option<crate::nnp::Kept>,
     delegated: Option<&'static crate::delegation::Delegation>,
     /// Bring `lo` up in a new network namespace (not `loopback_down`).
     loopback: bool,
+    /// A terminal in the foreground: runsbx makes the console socket and
+    /// relays the pty (console/).
+    own_console: bool,
 }
 
 impl Runtime {
@@ -54,6 +62,10 @@ impl Runtime {
         self.ensure_root()?;
         let _lock = self.claim_id(&opts.id, plan.delegated)?;
         let dir = self.dir(&opts.id);
+        let console = match plan.own_console {
+            true => Some(crate::console::ConsoleSocket::listen(&self.root)?),
+            false => None,
+        };
         if plan.cgroup_free {
             crate::premount::without_cgroups()?;
             tracing::debug!("{}: needs no cgroup; running without one", opts.id);
@@ -63,7 +75,8 @@ impl Runtime {
             true => PendingReport::pipe()?,
             false => PendingReport::new(&self.root, &opts.id)?,
         };
-        let forked = self.fork_init(&opts, &mut plan, report, &dir, copy.as_ref());
+        let console_path = console.as_ref().map(|c| c.path());
+        let forked = self.fork_init(&opts, &mut plan, report, &dir, copy.as_ref(), console_path);
         // libcontainer has read it and forked.
         drop(copy);
         let (container, report) = match forked {
@@ -77,9 +90,16 @@ impl Runtime {
                 return Err(e);
             }
         };
-        match self.record(&opts.id, &mut plan, &container, report, &dir) {
-            Ok(starttime) => Ok(Owned {
+        // Init sent the pty master before it reported ready.
+        let master = console.map(|c| c.receive()).transpose();
+        let recorded = master.map_err(RuntimeError::from).and_then(|m| {
+            let starttime = self.record(&opts.id, &mut plan, &container, report, &dir)?;
+            Ok((m, starttime))
+        });
+        match recorded {
+            Ok((console, starttime)) => Ok(Owned {
                 container,
+                console,
                 starttime,
                 cgroup_free: plan.cgroup_free,
                 poststart: crate::hooks::Later::of(&plan.bundle.spec)
@@ -108,6 +128,9 @@ impl Runtime {
         if let Some(p) = &opts.pid_file {
             check_parent_dir(p, "--pid-file")?;
         }
+        crate::cgroup::check_unified_supported(&bundle.spec)?;
+        let terminal = bundle.spec.process().as_ref().and_then(|p| p.terminal()) == Some(true);
+        crate::console::check(terminal, opts.detach, opts.console_socket.is_some())?;
         let rootless = crate::rootless::active();
         // A pidfd of this process, held until the create returns: init
         // polls it (executor.rs). Without one (pidfd_open refused by an
@@ -127,7 +150,8 @@ impl Runtime {
             && opts.foreground
             && !self.systemd_cgroup
             && (parent.is_some() || !opts.die_with_parent)
-            && needs_no_cgroup(&bundle.spec);
+            && needs_no_cgroup(&bundle.spec)
+            && crate::cgroup::rootfs_nodev(&bundle.rootfs());
         let delegated = crate::rootless::delegated().filter(|_| rootless);
         if rootless {
             crate::rootless::require_shim()?;
@@ -142,8 +166,9 @@ impl Runtime {
             crate::nnp::asks(&bundle.spec),
             seccomp.is_some(),
             !policy.landlock.is_empty(),
-        )
-        .then_some(crate::nnp::Kept::default());
+        );
+        let remounts = crate::remount::plan(&bundle.spec);
+        let kept = (without_nnp || !remounts.is_empty()).then_some(crate::nnp::Kept::default());
         Ok(Plan {
             bundle,
             policy,
@@ -153,7 +178,10 @@ impl Runtime {
             cgroup_free,
             delegated,
             without_nnp,
+            remounts,
+            kept,
             loopback: !opts.loopback_down,
+            own_console: terminal && !opts.detach,
         })
     }
 
@@ -199,8 +227,15 @@ impl Runtime {
             crate::rootless::ConfigCopy::write(raw, &bundle.rootfs(), &bundle.dir, &self.root, id)
                 .map(Some)
         };
+        let tmpfs = bundle.with_tmpfs_modes(&bundle.raw);
+        let mut adjusted = tmpfs;
+        if !plan.rootless && !plan.cgroup_free {
+            let base = adjusted.as_ref().unwrap_or(&bundle.raw);
+            adjusted = Some(crate::spec::facts::with_runc_device_rules(base));
+        }
+        let file = (adjusted.as_ref().unwrap_or(&bundle.raw), adjusted.is_some());
         if plan.rootless {
-            let raw = shown_config(&bundle.raw, id, &[], false, &mut plan.without_nnp, hooks)
+            let raw = shown_config(file, id, &[], false, &mut plan.kept, hooks)
                 .unwrap_or_else(|| bundle.raw.clone());
             return write(&crate::rootless::rootless_config(&raw, id)?);
         }
@@ -209,11 +244,12 @@ impl Runtime {
         let named = !plan.cgroup_free
             && !self.systemd_cgroup
             && crate::cgroup::spec_cgroup_path(&bundle.spec).is_none();
-        if named {
-            crate::cgroup::check_default_cgroup_free(id)?;
+        if !plan.cgroup_free && !self.systemd_cgroup {
+            let path = bundle_cgroup_path(id, bundle, false);
+            crate::cgroup::check_cgroup_empty(id, &path)?;
+            crate::cgroup::check_not_frozen(id, &path)?;
         }
-        let Some(raw) = shown_config(&bundle.raw, id, &binds, named, &mut plan.without_nnp, hooks)
-        else {
+        let Some(raw) = shown_config(file, id, &binds, named, &mut plan.kept, hooks) else {
             return Ok(None);
         };
         if let Some(owner) = owner {
@@ -241,6 +277,7 @@ impl Runtime {
         report: PendingReport,
         dir: &Path,
         copy: Option<&crate::rootless::ConfigCopy>,
+        console: Option<PathBuf>,
     ) -> Result<(Container, PendingReport)> {
         let executor = SandboxExecutor {
             report_fd: Some(report.raw_fd()),
@@ -248,14 +285,18 @@ impl Runtime {
             parent_pidfd: plan.parent.as_ref().map(std::os::fd::AsRawFd::as_raw_fd),
             log_denials: opts.log_denials,
             dumpable: plan.rootless,
-            without_nnp: plan.without_nnp,
+            without_nnp: plan.kept.filter(|_| plan.without_nnp),
+            remounts: plan.remounts.clone(),
+            remount_kept: plan.kept.filter(|_| !plan.without_nnp),
+            reset_affinity: !opts.keep_affinity,
+            proc_root: crate::spec::facts::mounts_proc(&plan.bundle.spec),
             ..SandboxExecutor::new(plan.seccomp.take(), plan.policy.landlock.clone())
         };
         // libcontainer brings init's errors back as their first line only
         // ("failed to prepare rootfs"); what its children logged names the
         // mount, the path and the errno (initlog.rs).
         let capture = crate::initlog::Capture::start();
-        let built = self.build_init(opts, &plan.bundle, copy, executor);
+        let built = self.build_init(opts, &plan.bundle, copy, executor, console);
         let notes = capture.map(|c| c.finish()).unwrap_or_default();
         match built {
             Ok(container) => Ok((container, report)),
@@ -335,6 +376,10 @@ impl Runtime {
                 .as_ref()
                 .and_then(|l| l.resources().clone()),
             hooks: crate::hooks::Later::of(&plan.bundle.spec),
+            shared_pidns: !crate::spec::facts::is_new_namespace(
+                &plan.bundle.spec,
+                libcontainer::oci_spec::runtime::LinuxNamespaceType::Pid,
+            ),
         };
         write_sidecar(dir, &sidecar)?;
         Ok(sidecar.starttime)
@@ -346,12 +391,17 @@ impl Runtime {
         bundle: &Bundle,
         copy: Option<&crate::rootless::ConfigCopy>,
         executor: SandboxExecutor,
+        console: Option<PathBuf>,
     ) -> Result<Container> {
         let lc = |e| RuntimeError::lc(String::new(), e);
+        // libcontainer sends the pty master to a console socket only when
+        // told it detaches (its check of runc's rules, done by
+        // console::check already); runsbx's own socket counts as detached.
+        let detach = opts.detach || console.is_some();
         let mut builder = self.builder(
             &opts.id,
             executor,
-            opts.console_socket.as_ref(),
+            opts.console_socket.as_ref().or(console.as_ref()),
             opts.preserve_fds,
             opts.pid_file.as_ref(),
             String::new(),
@@ -369,7 +419,7 @@ impl Runtime {
         let mut container = builder
             .as_init(copy.map_or(bundle.dir.as_path(), |c| c.dir()))
             .with_systemd(self.systemd_cgroup)
-            .with_detach(opts.detach)
+            .with_detach(detach)
             .with_no_pivot(opts.no_pivot)
             .build()
             .map_err(lc)?;
@@ -422,28 +472,32 @@ impl Runtime {
 /// differ from the file (`None`: the file as it is). Every change runsbx
 /// makes to it is here: the read-only binds it made itself left out, runc's
 /// cgroup name when `named`, poststart and poststop left out and prestart
-/// and createRuntime run through runsbx's hook shim (hooks.rs), and for a
-/// filter loaded without no_new_privs (`without_nnp`) CAP_SYS_ADMIN kept,
-/// recording where (nnp.rs). (Rootless, `rootless_config` also replaces
+/// and createRuntime run through runsbx's hook shim (hooks.rs), and, where
+/// `kept` asks (a filter loaded without no_new_privs, mount flags set in
+/// init), CAP_SYS_ADMIN kept, recording where (nnp.rs), and what runc
+/// reads differently from libcontainer (`facts::as_runc_reads`). `raw` is
+/// the file, or, with `adjusted`, the file with the tmpfs modes runc would
+/// give (`Bundle::with_tmpfs_modes`). (Rootless, `rootless_config` also replaces
 /// linux.cgroupsPath.)
 fn shown_config(
-    raw: &serde_json::Value,
+    (raw, adjusted): (&serde_json::Value, bool),
     id: &str,
     binds: &[crate::prebind::PreBind],
     named: bool,
-    without_nnp: &mut Option<crate::nnp::Kept>,
+    kept: &mut Option<crate::nnp::Kept>,
     (bundle, hook_report): (&Path, &Path),
 ) -> Option<serde_json::Value> {
     let hooks = crate::hooks::has_runtime_hooks(raw);
-    if binds.is_empty() && !named && !hooks && without_nnp.is_none() {
+    let cleaned = crate::spec::facts::as_runc_reads(raw);
+    if !adjusted && binds.is_empty() && !named && !hooks && kept.is_none() && cleaned.is_none() {
         return None;
     }
-    let mut raw = crate::prebind::without(raw, binds);
+    let mut raw = crate::prebind::without(cleaned.as_ref().unwrap_or(raw), binds);
     if named {
         raw = with_default_cgroup(raw, id);
     }
     crate::hooks::for_libcontainer(&mut raw, bundle, hook_report);
-    if let Some(kept) = without_nnp {
+    if let Some(kept) = kept {
         *kept = crate::nnp::keep_admin(&mut raw);
     }
     Some(raw)
@@ -484,20 +538,5 @@ fn with_notes(err: RuntimeError, notes: &[String], bundle: &Bundle) -> RuntimeEr
     RuntimeError::Logged {
         detail: detail.replacen(&op, "", 1),
         message: text,
-    }
-}
-
-fn check_parent_dir(path: &Path, flag: &str) -> Result<()> {
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if parent.is_dir() {
-        Ok(())
-    } else {
-        Err(RuntimeError::Bundle {
-            path: path.to_path_buf(),
-            reason: format!("{flag}: directory {} does not exist", parent.display()),
-        })
     }
 }

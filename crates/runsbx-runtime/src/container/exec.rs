@@ -2,23 +2,31 @@
 //! filter and Landlock layers as its init.
 
 use libcontainer::container::ContainerStatus;
-use nix::unistd::Pid;
 
+use super::process::exec_process;
 use super::sidecar::read_sidecar_strict;
-use super::{require, ExecOptions, Runtime};
+use super::{require, ExecOptions, Executed, Runtime};
 use crate::cgroup::spec_cgroup_path;
 use crate::error::{Result, RuntimeError};
 use crate::executor::SandboxExecutor;
 use crate::spec::Bundle;
 
 impl Runtime {
-    /// Starts a new process in a running container; returns its host PID.
-    pub fn exec(&self, opts: ExecOptions) -> Result<Pid> {
+    /// Starts a new process in a running container; returns its host PID
+    /// and, for a terminal in the foreground, the pty master to relay.
+    pub fn exec(&self, opts: ExecOptions) -> Result<Executed> {
         let c = self.load(&opts.id)?;
         match opts.ignore_paused {
             true => require(&c, "exec", "running or paused", |s| {
                 matches!(s, ContainerStatus::Running | ContainerStatus::Paused)
             })?,
+            // runc's words for a paused one, which scripts look for.
+            false if c.status() == ContainerStatus::Paused => require(
+                &c,
+                "exec",
+                "running: cannot exec in a paused container (without --ignore-paused)",
+                |_| false,
+            )?,
             false => require(&c, "exec", "running (paused: --ignore-paused)", |s| {
                 s == ContainerStatus::Running
             })?,
@@ -27,6 +35,9 @@ impl Runtime {
         // filter and Landlock layers its init has, because runsbx.json went
         // missing or was damaged. Fail closed.
         let sidecar = read_sidecar_strict(&self.dir(&opts.id))?;
+        if let Some(p) = &opts.pid_file {
+            super::check_parent_dir(p, "--pid-file")?;
+        }
         if let Some(sub) = &opts.sub_cgroup {
             check_sub_cgroup(&c, &opts.id, sidecar.no_cgroup, sub)?;
         }
@@ -37,28 +48,38 @@ impl Runtime {
         if rootless {
             crate::rootless::check_exec_user(&bundle.spec, opts.user)?;
         }
-        // The --process file, read once here (libcontainer reads it again).
-        let given = opts.process.as_deref().map(read_process).transpose()?;
-        // Its noNewPrivileges, else the container's (libcontainer's order).
-        let asked = match &given {
-            Some(p) => p["noNewPrivileges"].as_bool().unwrap_or(false),
-            None => crate::nnp::asks(&bundle.spec),
+        // The --process file, read once here (libcontainer reads it again);
+        // without one, the process runsbx writes as runc builds it
+        // (process.rs), from the config as runc reads it.
+        let given = match &opts.process {
+            Some(path) => read_process(path)?,
+            None => {
+                let read = crate::spec::facts::as_runc_reads(&bundle.raw);
+                let raw = read.as_ref().unwrap_or(&bundle.raw);
+                exec_process(&raw["process"], &opts)
+            }
         };
+        let terminal = given["terminal"] == true;
+        if let (true, false, Some(path)) = (opts.tty, terminal, &opts.process) {
+            return Err(RuntimeError::Bundle {
+                path: path.clone(),
+                reason: "--tty: the process file's \"terminal\" is not true".into(),
+            });
+        }
+        crate::console::check(terminal, opts.detach, opts.console_socket.is_some())?;
+        // Its noNewPrivileges, else the container's (libcontainer's order).
+        let asked = given["noNewPrivileges"].as_bool().unwrap_or(false);
         let without_nnp = crate::nnp::seccomp_without_nnp(
             asked || opts.no_new_privs,
             seccomp.is_some(),
             !sidecar.policy.landlock.is_empty(),
         );
-        // The process file libcontainer reads, and what init keeps for a
-        // filter loaded without no_new_privs (nnp.rs).
-        let (process, kept) = match (&given, without_nnp) {
-            (Some(p), true) => {
-                let (view, kept) = ProcessView::keeping_admin(p, &self.dir(&opts.id))?;
-                (Some(view), Some(kept))
-            }
-            _ => (None, None),
-        };
-        let mut shown = match rootless || sidecar.no_cgroup {
+        // The process file libcontainer reads (a copy: the given one may be
+        // a pipe, read once already), and what init keeps for a filter
+        // loaded without no_new_privs (nnp.rs).
+        let (process, kept) = ProcessView::write(&given, &self.dir(&opts.id), without_nnp)?;
+        let kept = without_nnp.then_some(kept);
+        let pinned = match rootless || sidecar.no_cgroup {
             true => None,
             false => self.pinned_cgroup(&c, &opts.id, &bundle)?.map(|path| {
                 let mut raw = bundle.raw.clone();
@@ -66,15 +87,10 @@ impl Runtime {
                 raw
             }),
         };
-        let kept = match (kept, without_nnp && opts.process.is_none()) {
-            (Some(k), _) => Some(k),
-            (None, true) => {
-                let mut raw = shown.take().unwrap_or_else(|| bundle.raw.clone());
-                let k = crate::nnp::keep_admin(&mut raw);
-                shown = Some(raw);
-                Some(k)
-            }
-            (None, false) => None,
+        // What runc reads differently from libcontainer, as create showed it.
+        let shown = match pinned {
+            Some(raw) => Some(crate::spec::facts::as_runc_reads(&raw).unwrap_or(raw)),
+            None => crate::spec::facts::as_runc_reads(&bundle.raw),
         };
         let _view = match (rootless, shown) {
             (true, shown) => Some(crate::rootless::ConfigView::bind(
@@ -101,21 +117,31 @@ impl Runtime {
             // like init.
             crate::premount::without_cgroups()?;
         }
-        if let (Some(p), Some(path)) = (&given, &opts.process) {
-            let adj = p["oomScoreAdj"]
-                .as_i64()
-                .and_then(|n| i32::try_from(n).ok());
-            super::set_oom_score_adj(adj, &format!("--process {}: oomScoreAdj", path.display()))?;
-        }
+        let adj = given["oomScoreAdj"]
+            .as_i64()
+            .and_then(|n| i32::try_from(n).ok());
+        let what = match &opts.process {
+            Some(path) => format!("--process {}: oomScoreAdj", path.display()),
+            None => "config.json: process.oomScoreAdj".into(),
+        };
+        super::set_oom_score_adj(adj, &what)?;
+        // A terminal in the foreground: runsbx's own console socket, as for
+        // a foreground run (console/).
+        let console = match terminal && !opts.detach {
+            true => Some(crate::console::ConsoleSocket::listen(&self.root)?),
+            false => None,
+        };
+        let console_path = console.as_ref().map(|c| c.path());
         let executor = SandboxExecutor {
             without_nnp: kept,
+            reset_affinity: true,
             ..SandboxExecutor::new(seccomp, sidecar.policy.landlock.clone())
         };
         let context = format!("container {:?}", opts.id);
         let builder = self.builder(
             &opts.id,
             executor,
-            opts.console_socket.as_ref(),
+            opts.console_socket.as_ref().or(console_path.as_ref()),
             opts.preserve_fds,
             opts.pid_file.as_ref(),
             context.clone(),
@@ -127,31 +153,45 @@ impl Runtime {
             .filter_map(|kv| kv.split_once('='))
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let (uid, gid) = match opts.user {
-            Some((u, g)) => (Some(u), g),
-            None => (None, None),
-        };
-        builder
+        // Stops: an exec without --user running as the container's uid 0
+        // (libcontainer's default) where the container's process runs as
+        // another user, e.g. with the spec's capabilities as root.
+        let user = super::process::user(&bundle.raw["process"], &opts);
+        let id = |key: &str| user[key].as_u64().and_then(|n| u32::try_from(n).ok());
+        let gids: Vec<u32> = user["additionalGids"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|g| g.as_u64()?.try_into().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let pid = builder
             .as_tenant()
-            .with_detach(opts.detach)
-            .with_process(
-                process
-                    .as_ref()
-                    .map(|p| p.path.as_path())
-                    .or(opts.process.as_deref()),
-            )
+            // libcontainer sends a pty master only when told it detaches
+            // (console::check has checked runc's rules).
+            .with_detach(opts.detach || console.is_some())
+            .with_process(Some(process.path.as_path()))
             .with_container_args(opts.args.clone())
             .with_env(env)
             .with_cwd(opts.cwd.as_ref())
-            .with_user(uid)
-            .with_group(gid)
-            .with_additional_gids(opts.additional_gids.clone())
+            .with_user(id("uid"))
+            .with_group(id("gid"))
+            .with_additional_gids(gids)
             .with_no_new_privs(opts.no_new_privs)
             .with_capabilities(opts.cap.clone())
             .with_ignore_paused(opts.ignore_paused)
             .with_sub_cgroup(opts.sub_cgroup.clone())
             .build()
-            .map_err(lc)
+            .map_err(lc)?;
+        let console = match console.map(|c| c.receive()).transpose() {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+                return Err(e.into());
+            }
+        };
+        Ok(Executed { pid, console })
     }
 
     /// Stops: the process exec'd into a container made with runc's default
@@ -178,28 +218,41 @@ impl Runtime {
     }
 }
 
+/// The `--process` file, read once. Without `user`, uid and gid 0, as
+/// runc reads it (libcontainer's types require the field).
 fn read_process(path: &std::path::Path) -> Result<serde_json::Value> {
     let text =
         std::fs::read(path).map_err(|e| RuntimeError::io(format!("read {}", path.display()), e))?;
-    serde_json::from_slice(&text).map_err(|e| RuntimeError::Bundle {
-        path: path.to_path_buf(),
-        reason: format!("--process: {e}"),
-    })
+    let mut process: serde_json::Value =
+        serde_json::from_slice(&text).map_err(|e| RuntimeError::Bundle {
+            path: path.to_path_buf(),
+            reason: format!("--process: {e}"),
+        })?;
+    if let Some(obj) = process.as_object_mut() {
+        obj.entry("user")
+            .or_insert_with(|| serde_json::json!({ "uid": 0, "gid": 0 }));
+    }
+    Ok(process)
 }
 
-/// A copy of an exec's process file with CAP_SYS_ADMIN kept (nnp.rs), in
-/// the container's state dir; removed on drop.
+/// The process file libcontainer reads for an exec: a copy of the given
+/// one (or the one `--tty` builds), with CAP_SYS_ADMIN kept when
+/// `keep_admin` (nnp.rs), in the container's state dir; removed on drop.
 struct ProcessView {
     path: std::path::PathBuf,
 }
 
 impl ProcessView {
-    fn keeping_admin(
+    fn write(
         process: &serde_json::Value,
         state_dir: &std::path::Path,
+        keep_admin: bool,
     ) -> Result<(Self, crate::nnp::Kept)> {
         let mut raw = serde_json::json!({ "process": process });
-        let kept = crate::nnp::keep_admin(&mut raw);
+        let kept = match keep_admin {
+            true => crate::nnp::keep_admin(&mut raw),
+            false => crate::nnp::Kept::default(),
+        };
         let path = state_dir.join(format!(".exec.{}.process.json", std::process::id()));
         let view = Self { path };
         std::fs::write(&view.path, raw["process"].to_string())

@@ -41,6 +41,19 @@ impl Runtime {
         Ok(())
     }
 
+    /// `kill ID 0`, as runc: succeeds when the container's init could be
+    /// signalled (created, running or paused, and alive), sending nothing;
+    /// with `all` (`kill -a ID 0`), also for a stopped container, as
+    /// `--all` signals whatever is left of it.
+    pub fn kill_check(&self, id: &str, all: bool) -> Result<()> {
+        let c = self.load(id)?;
+        if all && c.status() == ContainerStatus::Stopped {
+            return Ok(());
+        }
+        let pid = killable(&c, id)?;
+        nix::sys::signal::kill(pid, None).map_err(|e| RuntimeError::sys(format!("kill {id}"), e))
+    }
+
     /// Signals init (or, with `all`, every process in the cgroup). Unlike
     /// libcontainer's kill, it writes no state: the status is read from the
     /// process when next loaded, so a signal that stops nothing (SIGWINCH)
@@ -60,22 +73,35 @@ impl Runtime {
             }
             return signal_cgroup(id, &crate::cgroup::manager(&c)?, signal);
         }
-        if !c.can_kill() {
-            return Err(RuntimeError::WrongState {
-                id: id.to_string(),
-                status: status_name(status),
-                action: "kill",
-                wanted: "created, running or paused",
-            });
-        }
-        let pid = c.pid().ok_or_else(|| RuntimeError::NoPid(id.to_string()))?;
+        let pid = killable(&c, id)?;
+        // Opened first, so the wait below is on this process, not on a
+        // newcomer that took its pid.
+        let pidfd = match signal {
+            Signal::SIGKILL => crate::sys::pidfd::pidfd_open(pid).ok(),
+            _ => None,
+        };
         send(pid, signal, || format!("kill {id}"))?;
+        let head = read_starttime(&self.dir(id));
+        if signal == Signal::SIGKILL && head.shared_pidns && !head.without_cgroup() {
+            // Without a pid namespace of its own, init's death ends none of
+            // the container's other processes: a KILL meant to stop the
+            // container would leave them running, outside any supervision
+            // once the engine deletes it. As runc (1.2): all of its cgroup.
+            signal_cgroup(id, &crate::cgroup::manager(&c)?, signal)?;
+        }
         // A frozen process cannot die until thawed (cgroup v1).
         if status == ContainerStatus::Paused && signal == Signal::SIGKILL {
             use libcgroups::common::CgroupManager;
             crate::cgroup::manager(&c)?
                 .freeze(libcgroups::common::FreezerState::Thawed)
                 .map_err(|e| RuntimeError::cgroup(format!("kill {id}: thaw"), e))?;
+        }
+        // `kill ID KILL; delete ID` in a script: the kernel ends init's pid
+        // namespace before init itself, which takes a moment, and a delete
+        // in that moment finds it running. Up to a second, then as runc.
+        if let Some(fd) = pidfd {
+            use std::os::fd::AsRawFd;
+            let _ = crate::sys::pidfd::exited_within(fd.as_raw_fd(), 1000);
         }
         Ok(())
     }
@@ -117,6 +143,19 @@ pub(super) fn signal_pidns(c: &Container, signal: Signal) -> Result<()> {
         })?;
     }
     Ok(())
+}
+
+/// Init's pid, for a container that can be signalled.
+fn killable(c: &Container, id: &str) -> Result<Pid> {
+    if !c.can_kill() {
+        return Err(RuntimeError::WrongState {
+            id: id.to_string(),
+            status: status_name(c.status()),
+            action: "kill",
+            wanted: "created, running or paused",
+        });
+    }
+    c.pid().ok_or_else(|| RuntimeError::NoPid(id.to_string()))
 }
 
 /// `delete` of a container without a cgroup: signal its init. Every

@@ -158,9 +158,8 @@ impl Drop for CreateLock {
     }
 }
 
-/// Removes the report FIFO (`.<id>.report`; `.<id>.<pid>.report` from
-/// earlier builds) that a create of `id` killed before moving it into the
-/// state dir left in the root, and the
+/// Removes the report FIFO (`.<id>.report`) that a create of `id` killed
+/// before moving it into the state dir left in the root, and the
 /// config views of execs (`.<id>.<pid>.config.json`) and config copies of
 /// creates (`.<id>.<pid>.bundle/`, rootless/view.rs) killed half-way. Call it holding the id's [`CreateLock`], so no
 /// live create owns a report; a view is left while its process lives (an
@@ -179,19 +178,20 @@ pub(super) fn remove_stale_reports(root: &Path, id: &str) {
             let _ = fs::remove_file(entry.path());
             continue;
         }
-        let (pid, live_ok) = match (
-            rest.strip_suffix(".report"),
-            rest.strip_suffix(".config.json"),
-            rest.strip_suffix(".bundle"),
-        ) {
-            (Some(pid), _, _) => (pid, true),
-            (None, Some(pid), _) | (None, None, Some(pid)) => (pid, false),
-            (None, None, None) => continue,
+        // Ids may hold dots and digits, so `.<id>.<digits>.report` is the
+        // live report FIFO of a create of `<id>.<digits>`, never something
+        // of `id`'s: taking it would break that create (an old per-pid
+        // report name read it so).
+        let Some(pid) = rest
+            .strip_suffix(".config.json")
+            .or_else(|| rest.strip_suffix(".bundle"))
+        else {
+            continue;
         };
         if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
-        if live_ok || !Path::new("/proc").join(pid).exists() {
+        if !Path::new("/proc").join(pid).exists() {
             // A config copy (rootless::ConfigCopy) is a directory.
             let _ = fs::remove_file(entry.path()).or_else(|_| fs::remove_dir_all(entry.path()));
         }
@@ -270,6 +270,7 @@ mod tests {
         }
         remove_stale_reports(root.path(), "c1");
         let left: Vec<bool> = names.iter().map(|n| root.path().join(n).exists()).collect();
-        assert_eq!(left, [false, false, false, true, true, true, true]);
+        // `.c1.77.report` is the report of a create of `c1.77`.
+        assert_eq!(left, [false, true, false, true, true, true, true]);
     }
 }

@@ -10,6 +10,7 @@ mod exec;
 mod kill;
 mod lock;
 mod orphans;
+mod process;
 mod sidecar;
 mod start;
 mod state;
@@ -188,6 +189,10 @@ pub struct CreateOptions {
     /// as runc does): for sandboxes, whose policy refuses every IP socket,
     /// so that a start saves the fork that joins the namespace.
     pub loopback_down: bool,
+    /// Keep the caller's CPU affinity for the workload (sandboxes: a
+    /// supervisor pins one with taskset); otherwise every CPU the cgroup
+    /// allows, as runc 1.2 (executor.rs).
+    pub keep_affinity: bool,
 }
 
 #[derive(Debug, Default)]
@@ -213,9 +218,20 @@ pub struct ExecOptions {
     pub sub_cgroup: Option<String>,
 }
 
+/// A process `exec` started.
+pub struct Executed {
+    pub pid: nix::unistd::Pid,
+    /// The pty master of a terminal in the foreground, for the relay
+    /// (console/).
+    pub console: Option<OwnedFd>,
+}
+
 /// A container as its creating process holds it (`Runtime::create_owned`).
 pub struct Owned {
     pub container: Container,
+    /// The pty master of a foreground run with a terminal (console/), for
+    /// the relay.
+    pub(crate) console: Option<OwnedFd>,
     /// Init's start time, as runsbx.json records it.
     starttime: Option<u64>,
     /// Made without a cgroup (`needs_no_cgroup`).
@@ -325,6 +341,23 @@ fn require(
             status: status_name(c.status()),
             action,
             wanted,
+        })
+    }
+}
+
+/// Stops: a pid file runsbx cannot write once the process exists (its
+/// directory is missing), found before anything is made.
+pub(super) fn check_parent_dir(path: &Path, flag: &str) -> Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if parent.is_dir() {
+        Ok(())
+    } else {
+        Err(RuntimeError::Bundle {
+            path: path.to_path_buf(),
+            reason: format!("{flag}: directory {} does not exist", parent.display()),
         })
     }
 }

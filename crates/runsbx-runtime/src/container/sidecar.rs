@@ -44,6 +44,10 @@ pub(super) struct Sidecar {
     /// which runsbx runs itself (hooks.rs); libcontainer never saw them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) hooks: Option<crate::hooks::Later>,
+    /// No pid namespace of its own (the host's, or one joined): init's
+    /// death does not end the container's other processes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) shared_pidns: bool,
 }
 
 /// Only the start time, on the path of every command that loads a
@@ -57,6 +61,8 @@ pub(super) struct SidecarHead {
     pub(super) no_cgroup: bool,
     #[serde(default)]
     pub(super) cgroup: Option<String>,
+    #[serde(default)]
+    pub(super) shared_pidns: bool,
 }
 
 impl SidecarHead {
@@ -184,6 +190,7 @@ mod tests {
             cgroup: None,
             resources: None,
             hooks: None,
+            shared_pidns: true,
         };
         write_sidecar(dir.path(), &written).unwrap();
         let read = read_sidecar_strict(dir.path()).unwrap();
@@ -192,6 +199,7 @@ mod tests {
             (Some(123), Some(45), true, None)
         );
         let head = read_starttime(dir.path());
+        assert!(head.shared_pidns);
         assert_eq!((head.starttime, head.pid), (Some(123), Some(45)));
         assert!(head.without_cgroup());
     }

@@ -217,8 +217,8 @@ fn shim_error(e: ShimError) -> RuntimeError {
 }
 
 const APPARMOR_HINT: &str = "AppArmor restricts unprivileged user namespaces \
-     (kernel.apparmor_restrict_unprivileged_userns=1): an administrator can allow runsbx with an \
-     AppArmor profile granting `userns,` for its path, or set the sysctl to 0";
+     (kernel.apparmor_restrict_unprivileged_userns=1): an administrator can allow runsbx with \
+     the profile it ships, hack/apparmor/runsbx (docs/where.md), or set the sysctl to 0";
 
 /// The host settings that decide whether an ordinary user may have a user
 /// namespace. `None`: the file does not exist on this kernel.

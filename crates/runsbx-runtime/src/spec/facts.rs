@@ -25,7 +25,7 @@ use libcontainer::oci_spec::runtime::{
 pub enum NsFact<'a> {
     /// Listed without a path: libcontainer unshares a new one.
     New,
-    /// Listed with a path (even an empty one): libcontainer joins it.
+    /// Listed with a path: libcontainer joins it.
     Joined(&'a Path),
     /// Not listed: the container stays in runsbx's (the host's).
     Host,
@@ -36,7 +36,11 @@ pub fn namespace_in(list: &[LinuxNamespace], kind: LinuxNamespaceType) -> NsFact
     match list.iter().rev().find(|n| n.typ() == kind) {
         None => NsFact::Host,
         Some(n) => match n.path() {
+            // runc (and the runtime-spec's "not specified") take an empty
+            // path as none; libcontainer is shown the entry without it
+            // (`as_runc_reads`).
             None => NsFact::New,
+            Some(p) if p.as_os_str().is_empty() => NsFact::New,
             Some(p) => NsFact::Joined(p),
         },
     }
@@ -73,6 +77,33 @@ pub fn is_bind(m: &Mount) -> bool {
             .iter()
             .flatten()
             .any(|o| o == "bind" || o == "rbind")
+}
+
+/// A mount or device path as libcontainer will take it: `/dev/./net//tun`
+/// -> `/dev/net/tun`, `..` climbing but never above `/`.
+pub fn normalize(p: &Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::from("/");
+    for c in p.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir => {
+                out.pop();
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Whether the spec mounts a procfs on /proc.
+pub fn mounts_proc(spec: &Spec) -> bool {
+    spec.mounts().iter().flatten().any(|m| {
+        m.typ().as_deref() == Some("proc")
+            && m.destination()
+                .components()
+                .eq(Path::new("/proc").components())
+    })
 }
 
 /// Whether a mount is read-only: the last of `ro`/`rw` wins; neither means rw.
@@ -208,3 +239,151 @@ fn limits_of(r: &LinuxResources) -> Vec<Limit> {
 #[cfg(test)]
 #[path = "facts_tests.rs"]
 mod tests;
+
+/// `raw` (a config.json) as libcontainer must read it to do what runc does
+/// with the file; `None` when it needs no change:
+/// - no empty `path` on a `linux.namespaces` entry (runc: none, a new
+///   namespace; libcontainer would open "" and fail);
+/// - a device rule's `access` of its `r`, `w`, `m` only (runc ignores any
+///   other letter; libcgroups wrote e.g. "rwa" to devices.deny, EINVAL);
+/// - no capability name this build does not know, in any set (runc 1.2
+///   ignores them with a warning, as runsbx does; oci-spec refuses the
+///   whole file). Ignoring one grants nothing: a capability that is not
+///   listed is not given.
+pub fn as_runc_reads(raw: &serde_json::Value) -> Option<serde_json::Value> {
+    let caps = without_unknown_capabilities(raw);
+    runc_reads_rest(caps.as_ref().unwrap_or(raw)).or(caps)
+}
+
+const CAP_SETS: [&str; 5] = [
+    "bounding",
+    "effective",
+    "inheritable",
+    "permitted",
+    "ambient",
+];
+
+fn known_capability(name: &str) -> bool {
+    serde_json::from_value::<libcontainer::oci_spec::runtime::Capability>(name.into()).is_ok()
+}
+
+/// The capability names of `raw`'s process that this build does not know.
+pub fn unknown_capabilities(raw: &serde_json::Value) -> Vec<&str> {
+    let Some(caps) = raw.pointer("/process/capabilities") else {
+        return Vec::new();
+    };
+    CAP_SETS
+        .iter()
+        .filter_map(|set| caps.get(set)?.as_array())
+        .flatten()
+        .filter_map(|c| c.as_str())
+        .filter(|c| !known_capability(c))
+        .collect()
+}
+
+fn without_unknown_capabilities(raw: &serde_json::Value) -> Option<serde_json::Value> {
+    if unknown_capabilities(raw).is_empty() {
+        return None;
+    }
+    let mut raw = raw.clone();
+    for set in CAP_SETS {
+        if let Some(list) = raw["process"]["capabilities"]
+            .get_mut(set)
+            .and_then(|l| l.as_array_mut())
+        {
+            list.retain(|c| c.as_str().is_none_or(known_capability));
+        }
+    }
+    Some(raw)
+}
+
+fn runc_reads_rest(raw: &serde_json::Value) -> Option<serde_json::Value> {
+    let empty_path = |n: &serde_json::Value| n.get("path").and_then(|p| p.as_str()) == Some("");
+    let access = |d: &serde_json::Value| {
+        let a = d.get("access")?.as_str()?;
+        let kept: String = a.chars().filter(|c| matches!(c, 'r' | 'w' | 'm')).collect();
+        (kept != a).then_some(kept)
+    };
+    let namespaces = raw.pointer("/linux/namespaces").and_then(|l| l.as_array());
+    let devices = raw
+        .pointer("/linux/resources/devices")
+        .and_then(|l| l.as_array());
+    if !namespaces.is_some_and(|l| l.iter().any(empty_path))
+        && !devices.is_some_and(|l| l.iter().any(|d| access(d).is_some()))
+    {
+        return None;
+    }
+    let mut raw = raw.clone();
+    if let Some(list) = raw
+        .pointer_mut("/linux/namespaces")
+        .and_then(|l| l.as_array_mut())
+    {
+        for n in list.iter_mut().filter(|n| empty_path(n)) {
+            n.as_object_mut()?.remove("path");
+        }
+    }
+    if let Some(list) = raw
+        .pointer_mut("/linux/resources/devices")
+        .and_then(|l| l.as_array_mut())
+    {
+        for d in list.iter_mut() {
+            if let Some(kept) = access(d) {
+                d["access"] = kept.into();
+            }
+        }
+    }
+    Some(raw)
+}
+
+/// runc's device rules for a container with a cgroup: deny every device,
+/// then the spec's rules, then the devices every container gets (runc's
+/// `AllowedDevices`: mknod of any device, /dev/null, zero, full, random,
+/// urandom, tty, ptmx, the ptys, tun). libcgroups writes only the spec's
+/// rules into a new cgroup, which inherits its parent's `a *:* rwm`.
+///
+/// Stops: a bundle without a deny-all rule (runsbx spec's once, a
+/// hand-written one) leaving every host device open to the container's
+/// root through the device cgroup: with CAP_MKNOD (podman's and docker's
+/// default) it could make a node for the host's disk and read or write it.
+pub fn with_runc_device_rules(raw: &serde_json::Value) -> serde_json::Value {
+    let rule = |typ: &str, major: Option<i64>, minor: Option<i64>, access: &str| {
+        let mut r = serde_json::json!({ "allow": true, "type": typ, "access": access });
+        if let Some(m) = major {
+            r["major"] = m.into();
+        }
+        if let Some(m) = minor {
+            r["minor"] = m.into();
+        }
+        r
+    };
+    let mut rules = vec![serde_json::json!({ "allow": false, "access": "rwm" })];
+    rules.extend(
+        raw.pointer("/linux/resources/devices")
+            .and_then(|d| d.as_array())
+            .into_iter()
+            .flatten()
+            .cloned(),
+    );
+    rules.extend([
+        rule("c", None, None, "m"),
+        rule("b", None, None, "m"),
+        rule("c", Some(1), Some(3), "rwm"),
+        rule("c", Some(1), Some(8), "rwm"),
+        rule("c", Some(1), Some(7), "rwm"),
+        rule("c", Some(5), Some(0), "rwm"),
+        rule("c", Some(1), Some(5), "rwm"),
+        rule("c", Some(1), Some(9), "rwm"),
+        rule("c", Some(136), None, "rwm"),
+        rule("c", Some(5), Some(2), "rwm"),
+        rule("c", Some(10), Some(200), "rwm"),
+    ]);
+    let mut raw = raw.clone();
+    if !raw["linux"].is_object() {
+        raw["linux"] = serde_json::json!({});
+    }
+    if !raw["linux"]["resources"].is_object() {
+        raw["linux"]["resources"] = serde_json::json!({});
+    }
+    raw["linux"]["resources"]["devices"] = serde_json::Value::Array(rules);
+    raw
+}

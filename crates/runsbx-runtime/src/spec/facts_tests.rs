@@ -40,13 +40,19 @@ fn a_namespace_without_path_is_new_and_an_absent_one_the_hosts() {
     );
 }
 
-/// commands/mod.rs and explain.rs counted an empty path as new; libcontainer
-/// opens it and joins (and fails), it never unshares.
+/// As runc: an empty path is none, and libcontainer is shown the entry
+/// without it (it would open "" and fail).
 #[test]
-fn an_empty_path_is_a_join_not_a_new_namespace() {
+fn an_empty_path_is_a_new_namespace() {
     let s = ns(json!([{"type": "pid", "path": ""}]));
-    assert_eq!(namespace(&s, Ns::Pid), NsFact::Joined(Path::new("")));
-    assert!(!is_new_namespace(&s, Ns::Pid));
+    assert_eq!(namespace(&s, Ns::Pid), NsFact::New);
+    assert!(is_new_namespace(&s, Ns::Pid));
+    let raw = json!({"linux": {"namespaces": [{"type": "pid", "path": ""}, {"type": "net", "path": "/x"}]}});
+    assert_eq!(
+        as_runc_reads(&raw).unwrap(),
+        json!({"linux": {"namespaces": [{"type": "pid"}, {"type": "net", "path": "/x"}]}})
+    );
+    assert!(as_runc_reads(&json!({"linux": {"namespaces": [{"type": "pid"}]}})).is_none());
 }
 
 /// explain.rs took the first entry, commands/mod.rs the last; libcontainer
@@ -172,4 +178,59 @@ fn limits_name_their_controllers() {
     assert_eq!(got, want);
     assert!(requested_limits(&spec(json!({"resources": {"devices": []}}), json!([]))).is_empty());
     assert!(resources(&spec(json!({}), json!([]))).is_none());
+}
+
+/// runc reads a device rule's access letters r, w, m and ignores others.
+#[test]
+fn device_access_keeps_only_r_w_m() {
+    let raw = json!({"linux": {"resources": {"devices": [
+        {"allow": false, "access": "rwm"},
+        {"allow": false, "type": "c", "major": 1, "minor": 11, "access": "rwa"}
+    ]}}});
+    let seen = as_runc_reads(&raw).unwrap();
+    assert_eq!(seen["linux"]["resources"]["devices"][0]["access"], "rwm");
+    assert_eq!(seen["linux"]["resources"]["devices"][1]["access"], "rw");
+    assert!(as_runc_reads(&seen).is_none());
+}
+
+/// runc 1.2 ignores capability names it does not know (with a warning);
+/// oci-spec would refuse the whole file.
+#[test]
+fn unknown_capabilities_are_left_out() {
+    let raw = json!({"process": {"capabilities": {
+        "bounding": ["CAP_KILL", "CAP_BOGUS"], "effective": ["CAP_BOGUS"], "permitted": ["CAP_KILL"]
+    }}});
+    assert_eq!(unknown_capabilities(&raw), ["CAP_BOGUS", "CAP_BOGUS"]);
+    let seen = as_runc_reads(&raw).unwrap();
+    assert_eq!(
+        seen["process"]["capabilities"]["bounding"],
+        json!(["CAP_KILL"])
+    );
+    assert_eq!(seen["process"]["capabilities"]["effective"], json!([]));
+    assert!(as_runc_reads(&seen).is_none());
+}
+
+/// runc's device rules: deny all, the spec's, then the defaults.
+#[test]
+fn device_rules_start_from_deny_and_end_with_runcs_defaults() {
+    let raw = json!({"linux": {"resources": {"devices": [{"allow": true, "type": "c", "major": 4, "minor": 1, "access": "r"}]}}});
+    let rules = with_runc_device_rules(&raw)["linux"]["resources"]["devices"].clone();
+    let rules = rules.as_array().unwrap();
+    assert_eq!(rules[0], json!({"allow": false, "access": "rwm"}));
+    assert_eq!(rules[1]["major"], 4);
+    assert_eq!(rules.len(), 13);
+    assert_eq!(rules[2], json!({"allow": true, "type": "c", "access": "m"}));
+    assert_eq!(
+        rules[12],
+        json!({"allow": true, "type": "c", "major": 10, "minor": 200, "access": "rwm"})
+    );
+    // None at all: deny, then the defaults.
+    let bare = with_runc_device_rules(&json!({}));
+    assert_eq!(
+        bare["linux"]["resources"]["devices"]
+            .as_array()
+            .unwrap()
+            .len(),
+        12
+    );
 }

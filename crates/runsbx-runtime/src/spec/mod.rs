@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, RuntimeError};
 
+pub mod device_paths;
 pub mod facts;
+pub mod proc_mounts;
 pub mod validate;
 
 pub use validate::{validate, Validated};
@@ -68,7 +70,13 @@ impl Bundle {
             fs::read(&config).map_err(|e| RuntimeError::io(config.display().to_string(), e))?;
         let raw: serde_json::Value =
             serde_json::from_slice(&text).map_err(|e| RuntimeError::Spec(e.to_string()))?;
-        let spec = match Spec::deserialize(&raw) {
+        // As runc reads it (facts::as_runc_reads); `raw` stays the file.
+        let read = facts::as_runc_reads(&raw);
+        let unknown = facts::unknown_capabilities(&raw);
+        if !unknown.is_empty() {
+            tracing::warn!("ignoring unknown or unavailable capabilities: {unknown:?}");
+        }
+        let spec = match Spec::deserialize(read.as_ref().unwrap_or(&raw)) {
             Ok(spec) => spec,
             Err(_) => return Err(spec_error(&raw)),
         };
@@ -117,6 +125,7 @@ impl Bundle {
                 )))
             }
         }
+        check_dev_not_a_symlink(&self.dir, &rootfs)?;
         let process = self
             .spec
             .process()
@@ -183,12 +192,53 @@ impl Bundle {
                 }
             }
         }
+        proc_mounts::check(&self.spec, &rootfs)?;
+        device_paths::check(&self.spec)?;
         Ok(())
     }
 
     pub fn rootfs(&self) -> PathBuf {
         let root = self.spec.root().as_ref().expect("checked in load");
         self.dir.join(root.path())
+    }
+
+    /// `raw` with `mode=` added to each tmpfs mount that has none and whose
+    /// destination is a directory of the rootfs: that directory's mode, as
+    /// runc leaves a tmpfs (it chmods the new tmpfs to the mode the directory
+    /// had; without it the kernel's default is 1777, writable by every uid).
+    /// A destination reached through a symlink is left as it is. `None`:
+    /// nothing to add.
+    pub fn with_tmpfs_modes(&self, raw: &serde_json::Value) -> Option<serde_json::Value> {
+        use std::os::unix::fs::PermissionsExt;
+        let rootfs = self.rootfs();
+        let mut out: Option<serde_json::Value> = None;
+        for (i, m) in self.spec.mounts().iter().flatten().enumerate() {
+            let options = m.options().as_deref().unwrap_or_default();
+            if m.typ().as_deref() != Some("tmpfs") || options.iter().any(|o| o.starts_with("mode="))
+            {
+                continue;
+            }
+            let rel = m.destination().strip_prefix("/").unwrap_or(m.destination());
+            // No symlink on the way: each component checked without following.
+            let mut path = rootfs.clone();
+            let mut meta = None;
+            for part in rel.components() {
+                path.push(part);
+                meta = fs::symlink_metadata(&path).ok().filter(|m| m.is_dir());
+                if meta.is_none() {
+                    break;
+                }
+            }
+            let Some(meta) = meta else { continue };
+            let mode = meta.permissions().mode() & 0o7777;
+            let raw = out.get_or_insert_with(|| raw.clone());
+            let Some(list) = raw["mounts"][i]["options"].as_array_mut() else {
+                raw["mounts"][i]["options"] = serde_json::json!([format!("mode={mode:o}")]);
+                continue;
+            };
+            list.push(format!("mode={mode:o}").into());
+        }
+        out
     }
 }
 
@@ -209,6 +259,39 @@ fn apparmor_unavailable(enabled: &Path) -> Option<String> {
             "AppArmor is not enabled on this host ({}: {e})",
             enabled.display()
         )),
+    }
+}
+
+/// Refuses a rootfs whose `/dev` is a symlink.
+///
+/// Stops: a malicious image with `/dev -> /some/host/dir` (or
+/// `../../host/dir`) making the runtime delete and create files on the host
+/// (CVE-2026-41579 in runc, CVE-2026-47766 in crun). libcontainer 0.7, in
+/// init before pivot_root and as init's user (host root without a user
+/// namespace), creates `dev/fd`, `dev/stdin`, `dev/stdout`, `dev/stderr`,
+/// `dev/kcore` and `dev/ptmx` with plain paths joined onto the rootfs
+/// (`rootfs/symlink.rs`: `rootfs.join("dev/ptmx")`, after `remove_file` of
+/// it), so the host resolves `dev` and follows it wherever it points; its
+/// mounts and device nodes are resolved inside the rootfs, these are not.
+/// Layer: the bundle gate, before any fork, shared with `check`. A relative
+/// symlink that stays inside the rootfs would be harmless, but no image needs
+/// one, and telling the two apart is what went wrong before: refused alike.
+/// Not covered: a process that rewrites the rootfs while `create` runs (a
+/// racing container sharing it) could still swap `dev` after this check;
+/// the fix for that belongs in libcontainer (docs/security.md, "Proposals
+/// for libcontainer"). Checked by: `cve::cve_2026_41579_*` in tests/cve.rs.
+fn check_dev_not_a_symlink(bundle: &Path, rootfs: &Path) -> Result<()> {
+    let dev = rootfs.join("dev");
+    match fs::symlink_metadata(&dev) {
+        Ok(m) if m.file_type().is_symlink() => Err(RuntimeError::Bundle {
+            path: bundle.to_path_buf(),
+            reason: format!(
+                "rootfs: /dev is a symlink (to {}); the runtime creates /dev's entries \
+                 through it, outside the rootfs (CVE-2026-41579); make /dev a directory",
+                fs::read_link(&dev).unwrap_or_default().display()
+            ),
+        }),
+        _ => Ok(()),
     }
 }
 
@@ -289,5 +372,30 @@ mod tests {
         );
         fs::write(&enabled, "Y\n").unwrap();
         assert_eq!(apparmor_unavailable(&enabled), None);
+    }
+
+    #[test]
+    fn a_dev_symlink_is_refused_whatever_it_points_at() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rootfs = tmp.path().join("rootfs");
+        fs::create_dir_all(&rootfs).unwrap();
+        // Missing or a directory: libcontainer's business.
+        assert!(check_dev_not_a_symlink(tmp.path(), &rootfs).is_ok());
+        fs::create_dir(rootfs.join("dev")).unwrap();
+        assert!(check_dev_not_a_symlink(tmp.path(), &rootfs).is_ok());
+        fs::remove_dir(rootfs.join("dev")).unwrap();
+        // Out of the rootfs, or inside it: refused alike.
+        for target in ["/tmp/host", "../../host", "devices"] {
+            let _ = fs::remove_file(rootfs.join("dev"));
+            std::os::unix::fs::symlink(target, rootfs.join("dev")).unwrap();
+            let err = check_dev_not_a_symlink(tmp.path(), &rootfs)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(&format!("rootfs: /dev is a symlink (to {target})")),
+                "{err}"
+            );
+            assert!(err.contains("CVE-2026-41579"), "{err}");
+        }
     }
 }

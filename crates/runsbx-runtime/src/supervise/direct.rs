@@ -42,14 +42,22 @@ pub fn direct(rt: &Runtime, d: Direct, mut sup: Supervision) -> Result<Outcome> 
         Ok(pid) => pid,
         Err(e) => return Err(sup.setup_failed(e, started_at)),
     };
-    tracing::warn!("--no-userns: no namespaces; Landlock, seccomp and no_new_privs only");
+    // Pinned, the caller knows; chosen by `auto`, isolation.rs announced it.
+    tracing::debug!("--isolation landlock: no namespaces; Landlock, seccomp and no_new_privs only");
     let kill = || {
         let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
     };
-    let monitor = Monitor::new()?.kill_on(&sup.kill_on);
+    let monitor = Monitor::new()?.kill_on(&sup.kill_on).continue_stopped();
     // After exec (there is no "before start" here); a workload that already
     // exited leaves nothing to check.
-    if let Some(expect) = sup.posture.as_ref().map(without_namespaces) {
+    // Root left for an unprivileged uid with an empty bounding set
+    // (crate::direct::leave_root): check that it is.
+    let was_root = nix::unistd::geteuid().is_root();
+    if let Some(expect) = sup
+        .posture
+        .as_ref()
+        .map(|e| without_namespaces(e, was_root))
+    {
         if guard::rss(pid.as_raw()).is_some() {
             if let Err(e) = check_posture(pid.as_raw(), &expect) {
                 kill();
@@ -62,7 +70,7 @@ pub fn direct(rt: &Runtime, d: Direct, mut sup: Supervision) -> Result<Outcome> 
         std::fs::write(&path, pid.as_raw().to_string())
             .map_err(|source| SuperviseError::PidFile { path, source })?;
     }
-    sup.emit(serde_json::json!({ "event": "start", "pid": pid.as_raw() }));
+    sup.started(pid.as_raw(), None);
     let (done, killed_for, peak) = watch(&monitor, pid, sup.limits, started_at, kill)?;
     let outcome = Outcome::finished(pid.as_raw(), done, killed_for, peak, started_at.elapsed());
     sup.finish(&outcome)?;

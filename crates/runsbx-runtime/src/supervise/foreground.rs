@@ -8,6 +8,8 @@ use super::denials::Denials;
 use super::posture::check_posture;
 use super::stdio::StdioFlags;
 use super::{render, watch, Result, SuperviseError, Supervision};
+use crate::console::Attached;
+use crate::error::RuntimeError;
 use crate::guard::{self, Expect, Outcome, Reason};
 use crate::monitor::Monitor;
 use crate::{CreateOptions, Owned, Runtime};
@@ -27,7 +29,7 @@ pub fn foreground(
     let id = opts.id.clone();
     let mut denials = Denials::prepare(rt, &mut opts, sup.report_denials);
     let result = start_supervised(rt, opts, pidfd, &mut sup, &mut denials);
-    let (owned, pid, monitor) = match result {
+    let (owned, pid, monitor, mut tty) = match result {
         Ok(v) => v,
         Err(e) => {
             let status = sup.setup_status;
@@ -37,7 +39,7 @@ pub fn foreground(
             return Err(e);
         }
     };
-    sup.emit(serde_json::json!({ "event": "start", "pid": pid.as_raw(), "id": id }));
+    sup.started(pid.as_raw(), Some(&id));
     // Threads only now that init is forked (see Relay::serve); until then a
     // client's connections wait in the listen queue.
     let _serving = sup.relay.take().map(|r| r.serve());
@@ -45,6 +47,9 @@ pub fn foreground(
     let (done, mut killed_for, peak) = watch(&monitor, pid, sup.limits, started_at, || {
         let _ = rt.kill_owned(&owned);
     })?;
+    if let Some(t) = tty.as_mut() {
+        t.workload_ended();
+    }
     if killed_for.is_none() && rt.oom_killed_owned(&owned) {
         killed_for = Some(Reason::Oom);
     }
@@ -52,6 +57,10 @@ pub fn foreground(
     outcome.denials = denials.finish(sup.ro_hint);
     if !keep {
         rt.delete_owned(&owned)?;
+    }
+    // The output is all out before runsbx reports and exits.
+    if let Some(t) = tty {
+        t.finish();
     }
     sup.finish(&outcome)?;
     Ok(outcome)
@@ -74,7 +83,7 @@ fn start_supervised(
     pidfd: Option<&Path>,
     sup: &mut Supervision,
     denials: &mut Denials,
-) -> Result<(Owned, Pid, Monitor)> {
+) -> Result<(Owned, Pid, Monitor, Option<Attached>)> {
     let opts = CreateOptions {
         // If runsbx is killed, its foreground workload dies with it.
         die_with_parent: true,
@@ -83,10 +92,14 @@ fn start_supervised(
     };
     let mut owned = rt.create_owned(opts)?;
     let pid = owned.container.pid().ok_or(SuperviseError::NoPid)?;
-    let started = (|| -> Result<Monitor> {
+    let started = (|| -> Result<(Monitor, Option<Attached>)> {
         // Blocked only now that libcontainer has forked: init must not
         // inherit a blocked signal mask.
         let monitor = Monitor::new()?.kill_on(&sup.kill_on);
+        // The container's pty relayed (console/), before the workload runs
+        // and once the signals are blocked (the terminal goes raw).
+        let (monitor, tty) =
+            crate::console::relay(owned.console.take(), monitor).map_err(RuntimeError::from)?;
         // Likewise a thread: none may run while libcontainer clones.
         denials.start(pid.as_raw());
         send_pidfd(&owned.container, pidfd)?;
@@ -117,10 +130,10 @@ fn start_supervised(
                 }
             }
         }
-        Ok(monitor)
+        Ok((monitor, tty))
     })();
     match started {
-        Ok(m) => Ok((owned, pid, m)),
+        Ok((m, tty)) => Ok((owned, pid, m, tty)),
         Err(e) => {
             // Init is this process's child, not reaped yet: its PID is its.
             let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);

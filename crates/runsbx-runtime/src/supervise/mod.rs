@@ -61,6 +61,9 @@ pub struct Supervision {
     /// A Jupyter kernel's endpoints (`sandbox --jupyter`), served from the
     /// moment init is forked until the run ends.
     pub relay: Option<crate::jupyter::relay::Relay>,
+    /// The isolation the run uses (`sandbox`, `selftest`): in the start
+    /// event and the report.
+    pub isolation: Option<crate::isolation::Mode>,
 }
 
 impl Default for Supervision {
@@ -75,6 +78,7 @@ impl Default for Supervision {
             report_denials: false,
             ro_hint: false,
             relay: None,
+            isolation: None,
         }
     }
 }
@@ -91,13 +95,30 @@ impl Supervision {
         }
     }
 
+    /// The start event: the workload's PID, the container's id if any,
+    /// the isolation.
+    fn started(&mut self, pid: i32, id: Option<&str>) {
+        let mut event = serde_json::json!({ "event": "start", "pid": pid });
+        if let Some(id) = id {
+            event["id"] = id.into();
+        }
+        if let Some(mode) = self.isolation {
+            event["isolation"] = mode.name().into();
+        }
+        self.emit(event);
+    }
+
     /// Writes the outcome to the status fd and the report file.
     pub fn finish(&mut self, outcome: &Outcome) -> Result<()> {
-        let mut v = serde_json::to_value(outcome)?;
+        let mut report = serde_json::to_value(outcome)?;
+        if let Some(mode) = self.isolation {
+            report["isolation"] = mode.name().into();
+        }
+        let mut v = report.clone();
         v["event"] = "exit".into();
         self.emit(v);
         if let Some(path) = &self.report {
-            files::write_no_follow(path, &serde_json::to_vec_pretty(outcome)?).map_err(
+            files::write_no_follow(path, &serde_json::to_vec_pretty(&report)?).map_err(
                 |source| SuperviseError::Report {
                     path: path.clone(),
                     source,

@@ -16,14 +16,15 @@ pub fn sandbox_posture() -> Expect {
     }
 }
 
-/// `expect` without namespaces (`--no-userns`), checked after exec: the
-/// fd table is the workload's by then, and the bounding set may remain (no
-/// user namespace drops it).
-pub(super) fn without_namespaces(expect: &Expect) -> Expect {
+/// `expect` without namespaces (`--isolation landlock`), checked after
+/// exec: the fd table is the workload's by then, and the bounding set may
+/// remain unless runsbx ran as root (an ordinary user cannot drop it; no
+/// user namespace does).
+pub(super) fn without_namespaces(expect: &Expect, was_root: bool) -> Expect {
     Expect {
         namespaces: Vec::new(),
         max_fd: None,
-        bounding_may_remain: true,
+        bounding_may_remain: !was_root,
         ..expect.clone()
     }
 }

@@ -11,7 +11,7 @@ use libcontainer::oci_spec::runtime::Mount;
 use runsbx_bundle::{
     discover, discover_cached, generate, host_ids, make_mountpoints, merge_rlimits, parse_env_flag,
     parse_rlimit_flag, scrub_env, write_bundle, Discovery, GenerateOptions, SandboxRequest,
-    DEFAULT_PATH, NOBODY,
+    DEFAULT_PATH, NOBODY, USER_DB,
 };
 use runsbx_policy::landlock::LandlockPolicy;
 use runsbx_policy::profile::Profile;
@@ -117,7 +117,11 @@ pub fn prepare(req: &SandboxRequest, cache: Option<&Path>) -> Result<Prepared> {
             .map(|r| parse_rlimit_flag(r))
             .collect::<std::result::Result<Vec<_>, _>>()?,
     )?;
-    let landlock = LandlockPolicy::sandbox(&found.ro_paths, std::slice::from_ref(&workdir))
+    // Readable: the runtime paths and the user database write_bundle puts in the rootfs.
+    let readable: Vec<PathBuf> = (found.ro_paths.iter().cloned())
+        .chain(USER_DB.iter().map(PathBuf::from))
+        .collect();
+    let landlock = LandlockPolicy::sandbox(&readable, std::slice::from_ref(&workdir))
         .only_execute(&found.exec_paths());
     let landlock = match req.profile {
         Profile::Default => landlock,

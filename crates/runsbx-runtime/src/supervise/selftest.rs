@@ -55,7 +55,7 @@ fn checks(workdir: &Path, profile: Profile) -> Vec<(String, &'static str)> {
             "udp-sendto:1.1.1.1:53".into(),
             "UDP send to a public address",
         ),
-        ("read:/etc/passwd".into(), "read outside the workdir"),
+        ("read:/etc/shadow".into(), "read outside the workdir"),
         ("list:/".into(), "list the root directory"),
         ("write:/runsbx-selftest".into(), "write outside the workdir"),
         ("fork".into(), "fork"),
@@ -156,11 +156,7 @@ pub fn check(
     profile: Profile,
 ) -> Result<Verdict> {
     let probe = find_probe(probe)?;
-    // A private workdir, as `sandbox` makes one.
-    let owner = nix::unistd::geteuid()
-        .is_root()
-        .then_some((runsbx_bundle::NOBODY, runsbx_bundle::NOBODY));
-    let work = private_dir("runsbx-selftest-", owner)?;
+    let work = workdir()?;
     let (checks, command) = probe_command(&probe, &work.0, profile);
 
     let bundle: Materialized = match bundle_dir {
@@ -183,6 +179,7 @@ pub fn check(
         stdio: Some(stdio),
         // As `sandbox` runs it.
         loopback_down: true,
+        keep_affinity: true,
         ..Default::default()
     };
     let sup = Supervision {
@@ -196,12 +193,20 @@ pub fn check(
     Ok(judge(&checks, &output, i32::from(status)))
 }
 
-/// `selftest --no-userns`: the probe under the default policy, run the way
-/// `sandbox --no-userns` runs a command (crate::direct).
+/// A private workdir, as `sandbox` makes one (nobody's when root runs).
+fn workdir() -> Result<PrivateDir> {
+    let owner = nix::unistd::geteuid()
+        .is_root()
+        .then_some((runsbx_bundle::NOBODY, runsbx_bundle::NOBODY));
+    private_dir("runsbx-selftest-", owner)
+}
+
+/// `selftest --isolation landlock`: the probe under the default policy, run
+/// the way `sandbox --isolation landlock` runs a command (crate::direct).
 pub fn check_direct(rt: &Runtime, probe: Option<&Path>) -> Result<Verdict> {
     crate::direct::available()?;
     let probe = find_probe(probe)?;
-    let work = private_dir("runsbx-selftest-", None)?;
+    let work = workdir()?;
     let (checks, command) = probe_command(&probe, &work.0, Profile::Default);
     let req = SandboxRequest {
         workdir: Some(work.0.clone()),

@@ -35,11 +35,58 @@ pub fn fix_dev_null_stdio() -> std::io::Result<()> {
             continue;
         };
         if is_null && flags & libc::O_ACCMODE == libc::O_RDONLY {
-            let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
+            let null = open_dev_null_for_write()?;
             nix::unistd::dup2(null.as_raw_fd(), fd)?;
         }
     }
     Ok(())
+}
+
+/// The container's /dev/null, opened for writing, checked to be the null
+/// device before the workload gets it.
+///
+/// Stops: the /dev/null redirection of CVE-2025-31133 in runsbx's own step.
+/// This runs in init after libcontainer's checks of /dev/null, as the
+/// container's root (host root without a user namespace); a /dev/null
+/// swapped since (a symlink, or a mount over it from a racing container with
+/// a shared /dev) would otherwise become the workload's stdout, open for
+/// writing on whatever file it names (`/proc/sys/kernel/core_pattern`).
+/// O_NOFOLLOW refuses a final symlink, and the fstat refuses anything but
+/// the character device 1:3 (a mount over the name included). No test can
+/// win that race reliably from outside; the unit tests below check both
+/// refusals.
+fn open_dev_null_for_write() -> std::io::Result<std::fs::File> {
+    open_null_at(std::path::Path::new("/dev/null"))
+}
+
+/// `path` opened write-only if it is the null device: no final symlink
+/// followed, no controlling terminal taken, no wait on a FIFO.
+fn open_null_at(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let m = f.metadata()?;
+    let null = m.file_type().is_char_device()
+        && nix::sys::stat::major(m.rdev()) == 1
+        && nix::sys::stat::minor(m.rdev()) == 3;
+    match null {
+        // Blocking again, as a workload expects of its stdout (O_NONBLOCK
+        // was only for the open, should a FIFO sit there).
+        true => {
+            nix::fcntl::fcntl(
+                std::os::fd::AsRawFd::as_raw_fd(&f),
+                nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
+            )?;
+            Ok(f)
+        }
+        false => Err(std::io::Error::other(format!(
+            "{} is not the null device (char 1:3); not giving it to the workload as \
+             stdio (CVE-2025-31133)",
+            path.display()
+        ))),
+    }
 }
 
 /// Takes ownership of a descriptor the caller of runsbx handed down (e.g.
@@ -62,5 +109,31 @@ pub fn default_sigpipe() {
     // SAFETY: installing SIG_DFL for SIGPIPE touches no memory of ours.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::open_null_at;
+    use std::path::Path;
+
+    #[test]
+    fn only_the_null_device_is_opened_as_dev_null() {
+        let null = open_null_at(Path::new("/dev/null")).unwrap();
+        let flags = nix::fcntl::fcntl(
+            std::os::fd::AsRawFd::as_raw_fd(&null),
+            nix::fcntl::FcntlArg::F_GETFL,
+        )
+        .unwrap();
+        assert_eq!(flags & libc::O_NONBLOCK, 0, "left non-blocking");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("null");
+        std::fs::write(&file, "").unwrap();
+        let err = open_null_at(&file).unwrap_err().to_string();
+        assert!(err.contains("not the null device"), "{err}");
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink("/dev/null", &link).unwrap();
+        let err = open_null_at(&link).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ELOOP), "{err}");
     }
 }

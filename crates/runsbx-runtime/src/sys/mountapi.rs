@@ -3,12 +3,26 @@
 //! by descriptor. Used for the read-only binds runsbx makes itself
 //! (prebind.rs, premount.rs): no moment at which the bind is writable, and no second
 //! path lookup between bind and remount that a changed rootfs could divert.
+//! Also the flags set in init on mounts libcontainer made (remount.rs).
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+
+/// Sets `attr` (MOUNT_ATTR_* bits) on the mount at `path` (not following a
+/// final symlink), and with `recursive` on every mount below it. The mount
+/// must be in the caller's mount namespace.
+pub fn set_attr_at(path: &Path, attr: u64, recursive: bool) -> io::Result<()> {
+    let path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let mut flags = libc::AT_SYMLINK_NOFOLLOW;
+    if recursive {
+        flags |= libc::AT_RECURSIVE;
+    }
+    mount_setattr(libc::AT_FDCWD, &path, flags as libc::c_uint, attr)
+}
 
 /// A detached copy of the mount tree at `source` (the whole subtree with
 /// `recursive`, as `rbind`; its top mount only otherwise, as `bind`).
@@ -31,17 +45,30 @@ fn clone_tree(source: &Path, recursive: bool) -> io::Result<OwnedFd> {
 
 /// Sets `attr` (MOUNT_ATTR_* bits) on the top mount of the detached tree.
 fn set_attr(tree: &OwnedFd, attr: u64) -> io::Result<()> {
+    mount_setattr(
+        tree.as_raw_fd(),
+        c"",
+        libc::AT_EMPTY_PATH as libc::c_uint,
+        attr,
+    )
+}
+
+fn mount_setattr(
+    dirfd: libc::c_int,
+    path: &CStr,
+    flags: libc::c_uint,
+    attr: u64,
+) -> io::Result<()> {
     let mut a: libc::mount_attr = unsafe_zeroed();
     a.attr_set = attr;
-    let empty = c"";
-    // SAFETY: `a` and `empty` are valid for the call and its size is passed;
-    // the kernel only reads them.
+    // SAFETY: `a` and `path` are valid for the call and the size of `a` is
+    // passed; the kernel only reads them.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_mount_setattr,
-            tree.as_raw_fd(),
-            empty.as_ptr(),
-            libc::AT_EMPTY_PATH,
+            dirfd,
+            path.as_ptr(),
+            flags,
             &a as *const libc::mount_attr,
             std::mem::size_of::<libc::mount_attr>(),
         )

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use runsbx_runtime::explain::{self, Host};
+use runsbx_runtime::isolation::{self, Pin};
 use runsbx_runtime::spec;
 
 use super::Ctx;
@@ -24,6 +25,8 @@ pub fn print(
     format: LogFormat,
     discovery: Option<&runsbx_bundle::Discovery>,
 ) -> Result<()> {
+    // First, while runsbx is single-threaded (the probe forks).
+    let isolation = isolation_here();
     let validated = spec::validate(dir, &ctx.rt.landlock_default)?;
     let executable = explain::find_executable(&validated.bundle)?;
     let explanation = explain::explain(&validated, executable, &Host::current());
@@ -39,16 +42,38 @@ pub fn print(
                         .collect::<Vec<_>>(),
                 });
             }
+            v["isolation"] = serde_json::json!({"mode": isolation.0, "note": isolation.1});
             writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?
         }
         LogFormat::Text => {
             write!(out, "{}", explanation.to_text())?;
+            match &isolation {
+                (Some(mode), None) => writeln!(out, "isolation on this host: {mode}")?,
+                (Some(mode), Some(note)) => {
+                    writeln!(out, "isolation on this host: {mode} ({note})")?
+                }
+                (None, Some(note)) => writeln!(out, "isolation on this host: none ({note})")?,
+                (None, None) => {}
+            }
             if let Some(d) = discovery {
                 write!(out, "{}", discovery_text(d))?;
             }
         }
     }
     Ok(())
+}
+
+/// The mode `runsbx sandbox` gets on this host (as it decides it:
+/// runsbx_runtime::isolation), with the reason when it is not namespaces.
+/// A bundle run with `run` or `create` needs its namespaces either way.
+fn isolation_here() -> (Option<&'static str>, Option<String>) {
+    match isolation::choose(Pin::Auto) {
+        Ok(d) => (
+            Some(d.mode.name()),
+            d.cause.map(|c| format!("namespaces are unavailable: {c}")),
+        ),
+        Err(refused) => (None, Some(refused.0)),
+    }
 }
 
 /// Why each read-only path of a generated bundle is bound, and what an

@@ -3,6 +3,7 @@
 //! stand before it runs (runsbx_runtime::rootless).
 
 use anyhow::Result;
+use runsbx_runtime::isolation::Mode;
 
 use super::Ctx;
 use crate::cli::Command;
@@ -69,7 +70,8 @@ enum Shim {
 }
 
 impl Command {
-    fn shim(&self) -> Shim {
+    /// `mode`: the isolation of a `sandbox` or `selftest` (commands/isolation.rs).
+    fn shim(&self, mode: Option<Mode>) -> Shim {
         match self {
             Command::Create(_) | Command::Run(_) => Shim::Fresh,
             Command::Delete(a) => Shim::Existing(a.id.clone()),
@@ -78,8 +80,9 @@ impl Command {
             Command::Ps(a) => Shim::IfCgroup(a.id.clone()),
             Command::Update(a) => Shim::IfCgroup(a.id.clone()),
             Command::Events(a) => Shim::IfCgroup(a.id.clone()),
-            Command::Sandbox(a) if !a.no_userns => Shim::Fresh,
-            Command::Selftest(a) if !a.no_userns => Shim::Fresh,
+            Command::Sandbox(_) | Command::Selftest(_) if mode != Some(Mode::Landlock) => {
+                Shim::Fresh
+            }
             Command::Exec(a) => Shim::Join(a.id.clone()),
             _ => Shim::None,
         }
@@ -90,10 +93,10 @@ impl Command {
 /// that could start a thread (the kernel refuses a single-threaded-only
 /// namespace change otherwise) and after the sealed re-exec (an execve
 /// would drop the namespace's capabilities).
-pub(super) fn enter_rootless(ctx: &Ctx, command: &Command) -> Result<()> {
+pub(super) fn enter_rootless(ctx: &Ctx, command: &Command, mode: Option<Mode>) -> Result<()> {
     if !runsbx_runtime::rootless::active() {
         // Root: `exec` must still enter the container's user namespace.
-        if let Shim::Join(id) = command.shim() {
+        if let Shim::Join(id) = command.shim(mode) {
             let state = ctx.rt.state(&id)?;
             if state.pid != 0 {
                 runsbx_runtime::rootless::join_as_root(state.pid)?;
@@ -101,7 +104,7 @@ pub(super) fn enter_rootless(ctx: &Ctx, command: &Command) -> Result<()> {
         }
         return Ok(());
     }
-    match command.shim() {
+    match command.shim(mode) {
         Shim::None => Ok(()),
         Shim::Fresh => Ok(runsbx_runtime::rootless::enter_shim()?),
         Shim::Existing(id) => {

@@ -18,6 +18,7 @@ pub fn options(id: &str, f: &CreateFlags, detach: bool) -> CreateOptions {
         foreground: false,
         log_denials: false,
         loopback_down: false,
+        keep_affinity: false,
     }
 }
 

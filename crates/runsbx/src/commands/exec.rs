@@ -46,12 +46,6 @@ pub fn run(ctx: &Ctx, a: Exec) -> Result<u8> {
     if a.process.is_none() && a.command.is_empty() {
         bail!("no command given: pass a command or --process FILE");
     }
-    if a.tty && a.process.is_none() {
-        bail!("--tty needs --process FILE with \"terminal\": true (and --console-socket)");
-    }
-    if a.tty && a.console_socket.is_none() {
-        bail!("--tty needs --console-socket: runsbx does not relay a pty itself yet");
-    }
     let user = a.user.as_deref().map(parse_user).transpose()?;
     let sub_cgroup = parse_sub_cgroup(&a.cgroup)?;
     let detach = a.detach;
@@ -75,7 +69,8 @@ pub fn run(ctx: &Ctx, a: Exec) -> Result<u8> {
         ignore_paused: a.ignore_paused,
         sub_cgroup,
     };
-    let pid = ctx.rt.exec(opts)?;
+    let executed = ctx.rt.exec(opts)?;
+    let pid = executed.pid;
     if let Some(sock) = &pidfd_socket {
         runsbx_runtime::sys::pidfd::send(sock, pid)?;
     }
@@ -83,6 +78,12 @@ pub fn run(ctx: &Ctx, a: Exec) -> Result<u8> {
         return Ok(0);
     }
     let monitor = Monitor::new().with_context(|| format!("exec {id}"))?;
-    let exit = monitor.wait(pid, None, || false)?;
-    Ok(exit.exit.status().clamp(0, 255) as u8)
+    // A terminal: its pty relayed until the process ends (console/).
+    let (monitor, tty) = runsbx_runtime::console::relay(executed.console, monitor)?;
+    let exit = monitor.wait(pid, None, || false);
+    if let Some(mut t) = tty {
+        t.workload_ended();
+        t.finish();
+    }
+    Ok(exit?.exit.status().clamp(0, 255) as u8)
 }

@@ -41,6 +41,14 @@ fn check_flags(flags: &[String]) -> Result<()> {
         .chain(flags.iter().cloned())
         .chain(["--".into(), "python".into()]);
     match Cli::try_parse_from(argv) {
+        // A kernel needs the namespace mode (its own network namespace for
+        // the relay's sockets): refused at every start otherwise.
+        Ok(Cli {
+            command: Some(Command::Sandbox(s)),
+            ..
+        }) if s.isolation == crate::cli::Isolation::Landlock => {
+            bail!("--isolation landlock: a Jupyter kernel needs the namespaces mode")
+        }
         Ok(Cli {
             command: Some(Command::Sandbox(_)),
             ..
@@ -68,6 +76,8 @@ mod tests {
         ok(&[]).unwrap();
         ok(&["--rss-limit", "1G", "--ro", "/data", "--root", "/tmp/r"]).unwrap();
         let e = |f: &[&str]| ok(f).unwrap_err().to_string();
+        assert!(e(&["--isolation", "landlock"]).contains("needs the namespaces mode"));
+        ok(&["--isolation=namespaces"]).unwrap();
         assert!(
             e(&["--bogus"]).starts_with("sandbox flags: unexpected argument '--bogus'"),
             "{}",

@@ -5,6 +5,11 @@ use super::Ctx;
 use crate::cli::Kill;
 
 pub fn run(ctx: &Ctx, a: Kill) -> Result<()> {
+    // Signal 0: only whether the container could be signalled.
+    if a.signal.as_deref() == Some("0") {
+        ctx.rt.kill_check(&a.id, a.all)?;
+        return Ok(());
+    }
     let signal = match &a.signal {
         Some(s) => parse_signal(s)?,
         None => Signal::SIGTERM,
@@ -41,6 +46,7 @@ mod tests {
         }
         assert_eq!(parse_signal("15").unwrap(), Signal::SIGTERM);
         assert_eq!(parse_signal("winch").unwrap(), Signal::SIGWINCH);
+        // "0" is `run`'s own case, never a signal.
         for s in ["", "0", "65", "-1", "SIGFOO", "FOO", "9x"] {
             assert!(parse_signal(s).is_err(), "{s}");
         }

@@ -9,6 +9,7 @@ mod delete;
 mod events;
 mod exec;
 mod features;
+mod isolation;
 mod kernelspec;
 mod kill;
 mod list;
@@ -25,6 +26,7 @@ mod update;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use runsbx_runtime::isolation::Mode;
 use runsbx_runtime::Runtime;
 
 use crate::cli::Command;
@@ -91,7 +93,8 @@ impl Command {
 
 /// Runs a command; the Ok value is the process exit code.
 pub fn dispatch(ctx: &Ctx, command: Command) -> Result<u8> {
-    command::enter_rootless(ctx, &command)?;
+    let mode = isolation::decide(&command)?;
+    command::enter_rootless(ctx, &command, mode)?;
     match command {
         Command::Create(a) => create::run(ctx, a).map(|_| 0),
         Command::Start(a) => start::run(ctx, &a.id).map(|_| 0),
@@ -110,13 +113,18 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<u8> {
         Command::Restore(a) => checkpoint::refuse("restore", &a.id),
         Command::Features => features::run().map(|_| 0),
         Command::Spec(a) => spec::run(a).map(|_| 0),
-        Command::Sandbox(a) => sandbox::sandbox(ctx, a),
+        Command::Sandbox(a) => sandbox::sandbox(ctx, a, mode.unwrap_or(Mode::Namespaces)),
         Command::Gen(a) => sandbox::gen(ctx, a).map(|_| 0),
-        Command::Selftest(a) => selftest::run(ctx, a),
+        Command::Selftest(a) => selftest::run(ctx, a, mode.unwrap_or(Mode::Namespaces)),
         Command::Check(a) => check::run(ctx, a).map(|_| 0),
         Command::Kernelspec(a) => kernelspec::run(a).map(|_| 0),
         Command::HookShim(a) => Ok(runsbx_runtime::hooks::run_shim(
-            &a.kind, a.index, &a.hook, &a.bundle, &a.report,
+            &a.kind,
+            a.index,
+            &a.hook,
+            &a.bundle,
+            &a.report,
+            a.cwd.as_deref(),
         ) as u8),
     }
 }

@@ -8,6 +8,7 @@ use nix::sys::signal::Signal;
 use runsbx_bundle::write_bundle;
 use runsbx_bundle::SandboxRequest;
 use runsbx_policy::profile::Profile;
+use runsbx_runtime::isolation::Mode;
 use runsbx_runtime::jupyter::{self, connection::Connection};
 use runsbx_runtime::supervise::sandbox::{
     add_resources, make_traversable, materialize, prepare, Prepared,
@@ -33,8 +34,9 @@ pub fn gen(ctx: &Ctx, a: Gen) -> Result<()> {
     Ok(())
 }
 
-pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
-    if a.no_userns {
+/// Runs `a` with the isolation commands/isolation.rs chose.
+pub fn sandbox(ctx: &Ctx, a: Sandbox, mode: Mode) -> Result<u8> {
+    if mode == Mode::Landlock {
         return direct(ctx, a);
     }
     if a.self_test {
@@ -85,9 +87,10 @@ pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
         bundle: bundle.dir.0.clone(),
         pid_file: a.pid_file.clone(),
         loopback_down: true,
+        keep_affinity: true,
         ..Default::default()
     };
-    let mut sup = supervision(&a)?;
+    let mut sup = supervision(&a, mode)?;
     sup.relay = relay;
     let outcome = supervise::foreground(&ctx.rt, opts, None, false, sup)?;
     drop(workdir);
@@ -97,8 +100,9 @@ pub fn sandbox(ctx: &Ctx, a: Sandbox) -> Result<u8> {
 
 /// A sandbox's supervision: 125 when the workload never ran, SIGTERM and
 /// SIGHUP kill it, the sandbox posture unless `--no-posture-check`.
-fn supervision(a: &Sandbox) -> Result<Supervision> {
+fn supervision(a: &Sandbox, mode: Mode) -> Result<Supervision> {
     let mut sup = crate::flags::supervision(&a.guard)?;
+    sup.isolation = Some(mode);
     sup.setup_status = 125;
     sup.ro_hint = true;
     sup.kill_on = vec![Signal::SIGTERM, Signal::SIGHUP];
@@ -108,16 +112,17 @@ fn supervision(a: &Sandbox) -> Result<Supervision> {
     Ok(sup)
 }
 
-/// `sandbox --no-userns`: the same generated config, its process run on
-/// the host under Landlock, seccomp and no_new_privs alone (see
-/// runsbx_runtime::direct for what that does and does not hold).
+/// `sandbox --isolation landlock`: the same generated config, its process
+/// run on the host under Landlock, seccomp and no_new_privs alone (see
+/// runsbx_runtime::direct for what that does and does not hold). Flags
+/// only the container honours were refused by commands/isolation.rs.
 fn direct(ctx: &Ctx, a: Sandbox) -> Result<u8> {
     let mut req: SandboxRequest = (&a.flags).into();
     req.state_root = Some(ctx.rt.root.clone());
     let Prepared {
         config, workdir, ..
     } = prepare(&req, Some(&ctx.rt.root.join(".discovery")))?;
-    let sup = supervision(&a)?;
+    let sup = supervision(&a, Mode::Landlock)?;
     let run = Direct {
         config,
         pid_file: a.pid_file.clone(),

@@ -1,28 +1,34 @@
 //! `runsbx selftest`: the escape probe run and judged by
 //! runsbx_runtime::supervise::selftest; one line per check on stdout.
 
-use anyhow::Result;
+use anyhow::{bail, Result};
+use runsbx_runtime::isolation::Mode;
 use runsbx_runtime::supervise::selftest;
 
 use super::Ctx;
 use crate::cli::Selftest;
 
-pub fn run(ctx: &Ctx, a: Selftest) -> Result<u8> {
-    if a.no_userns {
-        let verdict = selftest::check_direct(&ctx.rt, a.probe.as_deref())?;
-        print!("{}", verdict.report);
-        verdict.passed()?;
-        println!("selftest passed: every escape was blocked (--no-userns: without namespaces)");
-        return Ok(0);
+pub fn run(ctx: &Ctx, a: Selftest, mode: Mode) -> Result<u8> {
+    if mode == Mode::Landlock && a.profile != crate::cli::Profile::Default {
+        bail!("--profile: the landlock mode tests the default profile only");
     }
-    let verdict = selftest::check(
-        &ctx.rt,
-        a.probe.as_deref(),
-        a.bundle.as_deref(),
-        crate::flags::profile(a.profile),
-    )?;
+    let verdict = match mode {
+        Mode::Landlock => selftest::check_direct(&ctx.rt, a.probe.as_deref())?,
+        Mode::Namespaces => selftest::check(
+            &ctx.rt,
+            a.probe.as_deref(),
+            a.bundle.as_deref(),
+            crate::flags::profile(a.profile),
+        )?,
+    };
+    println!("isolation: {}", mode.name());
     print!("{}", verdict.report);
     verdict.passed()?;
-    println!("selftest passed: every escape was blocked");
+    match mode {
+        Mode::Landlock => {
+            println!("selftest passed: every escape was blocked (--no-userns: without namespaces)")
+        }
+        Mode::Namespaces => println!("selftest passed: every escape was blocked"),
+    }
     Ok(0)
 }

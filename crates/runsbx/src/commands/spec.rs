@@ -2,22 +2,20 @@ use std::fs::OpenOptions;
 use std::io::Write;
 
 use anyhow::{bail, Context, Result};
-use libcontainer::oci_spec::runtime::Spec;
 
 use crate::cli::SpecCmd;
 
-/// Writes oci-spec's default config.json (runc's defaults: `sh` with a
-/// terminal, a rootfs named `rootfs`), or the rootless variant for the
-/// invoking user. Refuses to overwrite an existing file.
+/// Writes what `runc spec` writes (`sh` on a terminal, a rootfs named
+/// `rootfs`, hostname `runc`), or with `--rootless` what `runc spec
+/// --rootless` writes for the invoking user. Refuses to overwrite an
+/// existing file.
 pub fn run(a: SpecCmd) -> Result<()> {
-    let spec = if a.rootless {
-        Spec::rootless(
+    let ids = a.rootless.then(|| {
+        (
             nix::unistd::geteuid().as_raw(),
             nix::unistd::getegid().as_raw(),
         )
-    } else {
-        Spec::default()
-    };
+    });
     let path = a.bundle.join("config.json");
     let mut file = match OpenOptions::new().write(true).create_new(true).open(&path) {
         Ok(f) => f,
@@ -26,9 +24,7 @@ pub fn run(a: SpecCmd) -> Result<()> {
         }
         Err(e) => return Err(e).with_context(|| path.display().to_string()),
     };
-    let text = serde_json::to_string_pretty(&spec)?;
-    file.write_all(text.as_bytes())
-        .and_then(|_| file.write_all(b"\n"))
+    file.write_all(runsbx_bundle::runc_spec(ids).as_bytes())
         .with_context(|| path.display().to_string())?;
     Ok(())
 }
