@@ -20,9 +20,6 @@ use std::process::{Command, Output};
 use common::*;
 use serde_json::json;
 
-/// The unprivileged user the root half runs runsbx as (hack/setup-ci).
-const DEFAULT_USER: &str = "runsbx-ci";
-
 fn as_user() -> bool {
     if nix::unistd::geteuid().is_root() {
         eprintln!("rootless: runs as an unprivileged user; hack/test runs it so (step rootless)");
@@ -488,20 +485,13 @@ exit $rc
     cmd.output().unwrap()
 }
 
-fn test_user() -> (u32, u32) {
-    let name = std::env::var("RUNSBX_ROOTLESS_USER").unwrap_or_else(|_| DEFAULT_USER.into());
-    let user = nix::unistd::User::from_name(&name)
-        .unwrap()
-        .unwrap_or_else(|| panic!("user {name:?} is missing: hack/setup-ci creates it"));
-    (user.uid.as_raw(), user.gid.as_raw())
-}
 
 #[test]
 fn root_forbidden_user_namespaces_give_the_clear_error_and_no_userns_still_confines() {
     if !as_root() {
         return;
     }
-    let user = test_user();
+    let user = ci_user();
     let env = Env::new();
     let wd = env.tmp.path().join("work");
     fs::create_dir(&wd).unwrap();
@@ -733,7 +723,7 @@ fn root_delegated_cgroup_v2_subtree_holds_the_container_and_is_cleaned_up() {
     if !as_root() {
         return;
     }
-    let user = test_user();
+    let user = ci_user();
     let Some(deleg) = Delegated::make(user) else {
         panic!(
             "rootless: this test needs a cgroup v2 hierarchy (/sys/fs/cgroup or \

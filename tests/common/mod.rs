@@ -36,6 +36,16 @@ pub fn require_file(path: &str, package: &str) {
     );
 }
 
+/// The ordinary user root-run tests run runsbx as: `$RUNSBX_ROOTLESS_USER`,
+/// else `runsbx-ci`, which hack/setup-ci creates.
+pub fn ci_user() -> (u32, u32) {
+    let name = std::env::var("RUNSBX_ROOTLESS_USER").unwrap_or_else(|_| "runsbx-ci".into());
+    let user = nix::unistd::User::from_name(&name)
+        .unwrap()
+        .unwrap_or_else(|| panic!("user {name:?} is missing: hack/setup-ci creates it"));
+    (user.uid.as_raw(), user.gid.as_raw())
+}
+
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
 /// A unique container id for this test process.
