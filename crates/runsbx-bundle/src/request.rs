@@ -1,6 +1,6 @@
 //! What `sandbox`, `gen` and `selftest` ask for, as plain values: the CLI
 //! converts its flags into a [`SandboxRequest`], selftest builds one
-//! directly, and runsbx_runtime::supervise::sandbox turns it into a config.
+//! directly, and runsbx_sandbox::stage turns it into a config.
 
 use std::path::PathBuf;
 

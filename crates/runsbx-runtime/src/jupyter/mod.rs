@@ -59,8 +59,8 @@ impl JupyterError {
 pub const KERNEL_FILE: &str = "runsbx-kernel.json";
 
 /// Everything before the container is created: the reach check over
-/// `workdir` and the read-only binds outside the system directories, the
-/// client's endpoints bound, and the kernel's connection file written into
+/// `workdir` and `ro_binds` (the caller leaves out the system
+/// directories), the client's endpoints bound, and the kernel's connection file written into
 /// the workdir, readable by the workdir's owner (the workload) alone.
 pub fn stage(
     conn: &Connection,
@@ -72,14 +72,8 @@ pub fn stage(
             return Err(JupyterError::PathTooLong(s));
         }
     }
-    let system = |p: &Path| {
-        runsbx_bundle::discover::SYSTEM_DIRS
-            .iter()
-            .chain(&["/etc", "/dev", "/proc"])
-            .any(|d| p.starts_with(d))
-    };
     let mut roots = vec![workdir.to_path_buf()];
-    roots.extend(ro_binds.iter().filter(|p| !system(p)).cloned());
+    roots.extend(ro_binds.iter().cloned());
     reach::no_sockets(&roots, reach::MAX_ENTRIES)?;
     let relay = Relay::bind(conn, workdir)?;
     let file = workdir.join(KERNEL_FILE);

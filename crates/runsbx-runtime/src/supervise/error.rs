@@ -11,8 +11,6 @@ pub enum SuperviseError {
     #[error(transparent)]
     Runtime(Box<RuntimeError>),
     #[error(transparent)]
-    Bundle(#[from] runsbx_bundle::BundleError),
-    #[error(transparent)]
     Json(#[from] serde_json::Error),
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -55,9 +53,6 @@ pub enum SuperviseError {
     /// `--workdir`, a `--bundle` without root.path, a mount point ...).
     #[error("{0}")]
     Message(String),
-    /// `selftest`: escapes that were not blocked.
-    #[error("{} check(s) failed: {}", .0.len(), .0.join(", "))]
-    Escapes(Vec<&'static str>),
 }
 
 impl From<RuntimeError> for SuperviseError {

@@ -10,8 +10,6 @@
 //! - `denials.rs`: `--report-denials` over one run.
 //! - `files.rs`: the status fd and the report file.
 //! - `stdio.rs`: the caller's stdio flags, put back after the run.
-//! - `sandbox.rs`: a generated sandbox bundle staged on disk.
-//! - `selftest.rs`: the escape probe run and judged.
 
 mod denials;
 mod direct;
@@ -19,8 +17,6 @@ mod error;
 mod files;
 mod foreground;
 mod posture;
-pub mod sandbox;
-pub mod selftest;
 mod stdio;
 mod watch;
 
@@ -31,7 +27,7 @@ use nix::sys::signal::Signal;
 
 use crate::guard::{Expect, Limits, Outcome};
 
-pub use direct::{direct, Direct};
+pub use direct::{direct, spawn, Direct};
 pub use error::{render, SuperviseError};
 pub use files::{check_workdir_holds_no_bundle, status_file};
 pub use foreground::foreground;

@@ -44,18 +44,12 @@ pub fn decide(command: &Command) -> Result<Option<Mode>> {
     Ok(Some(decision.mode))
 }
 
-/// The first flag set in `a` that only the container honours (a cgroup,
-/// its id, audit of its namespaces, the kernel's own network namespace).
-/// Pinned with `--no-userns`, clap refuses them already.
+/// The first flag set in `a` that only the container honours. Pinned with
+/// `--no-userns`, clap refuses them already.
 fn needs_namespaces(a: &Sandbox) -> Option<&'static str> {
-    [
-        ("--memory", a.memory.is_some()),
-        ("--pids-limit", a.pids_limit.is_some()),
-        ("--self-test", a.self_test),
-        ("--id", a.id.is_some()),
-        ("--report-denials", a.guard.report_denials),
-        ("--jupyter", a.jupyter.is_some()),
-    ]
-    .into_iter()
-    .find_map(|(flag, set)| set.then_some(flag))
+    let sup = runsbx_runtime::supervise::Supervision {
+        report_denials: a.guard.report_denials,
+        ..Default::default()
+    };
+    super::sandbox::request(a, Mode::Landlock).needs_namespaces(&sup)
 }

@@ -1,9 +1,9 @@
 //! `runsbx selftest`: the escape probe run and judged by
-//! runsbx_runtime::supervise::selftest; one line per check on stdout.
+//! runsbx_sandbox::selftest; one line per check on stdout.
 
 use anyhow::{bail, Result};
 use runsbx_runtime::isolation::Mode;
-use runsbx_runtime::supervise::selftest;
+use runsbx_sandbox::selftest;
 
 use super::Ctx;
 use crate::cli::Selftest;

@@ -16,8 +16,8 @@ use runsbx_bundle::{
 use runsbx_policy::landlock::LandlockPolicy;
 use runsbx_policy::profile::Profile;
 
-use super::{Result, SuperviseError};
-use crate::premount;
+use crate::{Result, SandboxError};
+use runsbx_runtime::premount;
 
 /// A workdir runsbx made and must remove.
 pub struct PrivateDir(pub PathBuf);
@@ -35,12 +35,12 @@ pub fn private_dir(prefix: &str, owner: Option<(u32, u32)>) -> Result<PrivateDir
     let dir = tempfile::Builder::new()
         .prefix(prefix)
         .tempdir()
-        .map_err(|e| SuperviseError::step("creating a private directory", e))?
+        .map_err(|e| SandboxError::step("creating a private directory", e))?
         .keep();
     let guard = PrivateDir(dir);
     if let Some((uid, gid)) = owner {
         nix::unistd::chown(&guard.0, Some(uid.into()), Some(gid.into()))
-            .map_err(|e| SuperviseError::step(format!("chown {}", guard.0.display()), e))?;
+            .map_err(|e| SandboxError::step(format!("chown {}", guard.0.display()), e))?;
     }
     Ok(guard)
 }
@@ -51,7 +51,7 @@ pub fn make_traversable(dir: &Path) -> Result<()> {
     let mut perms = fs::metadata(dir)?.permissions();
     perms.set_mode(perms.mode() | 0o111);
     fs::set_permissions(dir, perms)
-        .map_err(|e| SuperviseError::step(format!("chmod {}", dir.display()), e))
+        .map_err(|e| SandboxError::step(format!("chmod {}", dir.display()), e))
 }
 
 /// A generated config.json, what discovery found for it, and the private
@@ -73,8 +73,8 @@ pub fn prepare(req: &SandboxRequest, cache: Option<&Path>) -> Result<Prepared> {
     let path_env = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.to_string());
     let found = match cache {
         Some(dir) => {
-            let cwd = std::env::current_dir()
-                .map_err(|e| SuperviseError::step("current directory", e))?;
+            let cwd =
+                std::env::current_dir().map_err(|e| SandboxError::step("current directory", e))?;
             discover_cached(&req.command, &path_env, &req.ro, &cwd, dir)?
         }
         None => discover(&req.command, &path_env, &req.ro)?,
@@ -87,7 +87,7 @@ pub fn prepare(req: &SandboxRequest, cache: Option<&Path>) -> Result<Prepared> {
     let (workdir, private) = match &req.workdir {
         Some(w) => {
             if !w.is_absolute() {
-                return Err(SuperviseError::Message(format!(
+                return Err(SandboxError::Message(format!(
                     "--workdir {}: must be an absolute path",
                     w.display()
                 )));
@@ -102,7 +102,7 @@ pub fn prepare(req: &SandboxRequest, cache: Option<&Path>) -> Result<Prepared> {
         }
     };
     let meta = fs::metadata(&workdir)
-        .map_err(|e| SuperviseError::step(format!("--workdir {}", workdir.display()), e))?;
+        .map_err(|e| SandboxError::step(format!("--workdir {}", workdir.display()), e))?;
     let ids = host_ids(invoker, &workdir, (meta.uid(), meta.gid()))?;
 
     let explicit = req
@@ -153,7 +153,7 @@ fn outside_state_root(workdir: &Path, root: &Path) -> Result<()> {
     let resolve = |p: &Path| fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let (w, r) = (resolve(workdir), resolve(root));
     if w.starts_with(&r) || r.starts_with(&w) {
-        return Err(SuperviseError::Message(format!(
+        return Err(SandboxError::Message(format!(
             "--workdir {}: overlaps runsbx's state root {}; the workload could rewrite runsbx's state",
             workdir.display(),
             root.display()
@@ -169,14 +169,14 @@ pub fn add_resources(
     pids: Option<i64>,
 ) -> Result<()> {
     if let Some(m) = memory {
-        let bytes = crate::guard::parse_size(m)
-            .ok_or_else(|| SuperviseError::Message(format!("--memory {m:?}: not a size")))?;
+        let bytes = runsbx_runtime::guard::parse_size(m)
+            .ok_or_else(|| SandboxError::Message(format!("--memory {m:?}: not a size")))?;
         config["linux"]["resources"]["memory"] =
             serde_json::json!({ "limit": bytes, "swap": bytes });
     }
     if let Some(n) = pids {
         if n < 1 {
-            return Err(SuperviseError::Message(format!(
+            return Err(SandboxError::Message(format!(
                 "--pids-limit {n}: must be at least 1"
             )));
         }
@@ -219,7 +219,7 @@ pub fn materialize(mut config: serde_json::Value) -> Result<Materialized> {
     let premounted = take_readonly_binds(&mut config)?;
     write_bundle(&bundle.0, &config)?;
     let rootfs = bundle.0.join("rootfs");
-    make_mountpoints(&rootfs, &premounted).map_err(SuperviseError::Message)?;
+    make_mountpoints(&rootfs, &premounted).map_err(SandboxError::Message)?;
     let paths: Vec<PathBuf> = premounted
         .iter()
         .filter_map(|m| m.source().clone())
@@ -244,7 +244,7 @@ pub fn materialize(mut config: serde_json::Value) -> Result<Materialized> {
 fn readonly_devices() -> Result<()> {
     use nix::mount::{mount, MsFlags};
     for (path, _, _) in runsbx_bundle::generate::DEVICES {
-        let fail = |what: &str, e| SuperviseError::step(format!("{what} {path}"), e);
+        let fail = |what: &str, e| SandboxError::step(format!("{what} {path}"), e);
         mount::<str, str, str, str>(Some(path), path, None, MsFlags::MS_BIND, None)
             .map_err(|e| fail("bind", e))?;
         let ro = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID;
@@ -262,7 +262,7 @@ pub fn take_readonly_binds(config: &mut serde_json::Value) -> Result<Vec<Mount>>
     let mounts: Vec<Mount> = serde_json::from_value(config["mounts"].take())?;
     let (ro, rest): (Vec<_>, Vec<_>) = mounts
         .into_iter()
-        .partition(crate::spec::facts::is_readonly_bind);
+        .partition(runsbx_runtime::spec::facts::is_readonly_bind);
     config["mounts"] = serde_json::to_value(rest)?;
     Ok(ro)
 }

@@ -16,11 +16,10 @@ use libcontainer::oci_spec::runtime::MountBuilder;
 use runsbx_bundle::SandboxRequest;
 use serde_json::Value;
 
-use super::sandbox::{
-    make_traversable, materialize, prepare, private_dir, Materialized, PrivateDir,
-};
-use super::{foreground, sandbox_posture, Result, SuperviseError, Supervision};
-use crate::{CreateOptions, Runtime};
+use crate::stage::{make_traversable, materialize, prepare, private_dir, Materialized, PrivateDir};
+use crate::{Result, SandboxError};
+use runsbx_runtime::supervise::{self, foreground, sandbox_posture, Supervision};
+use runsbx_runtime::{CreateOptions, Runtime};
 
 /// (probe check, what it shows when it succeeds)
 fn checks(workdir: &Path, profile: Profile) -> Vec<(String, &'static str)> {
@@ -82,13 +81,13 @@ fn checks(workdir: &Path, profile: Profile) -> Vec<(String, &'static str)> {
 fn find_probe(given: Option<&Path>) -> Result<PathBuf> {
     if let Some(p) = given {
         return fs::canonicalize(p)
-            .map_err(|e| SuperviseError::step(format!("--probe {}", p.display()), e));
+            .map_err(|e| SandboxError::step(format!("--probe {}", p.display()), e));
     }
     // Named explicitly, it is used or the test fails: no silent fallback.
     if let Some(p) = std::env::var_os("RUNSBX_PROBE") {
         let p = PathBuf::from(p);
         return fs::canonicalize(&p)
-            .map_err(|e| SuperviseError::step(format!("RUNSBX_PROBE={}", p.display()), e));
+            .map_err(|e| SandboxError::step(format!("RUNSBX_PROBE={}", p.display()), e));
     }
     // argv[0] survives the sealed re-exec; /proc/self/exe does not.
     let argv0 = std::env::args_os()
@@ -112,7 +111,7 @@ fn find_probe(given: Option<&Path>) -> Result<PathBuf> {
         .find(|c| c.is_file())
         .map(|c| fs::canonicalize(&c).unwrap_or(c))
         .ok_or_else(|| {
-            SuperviseError::Message(
+            SandboxError::Message(
                 "runsbx-probe not found (pass --probe FILE; hack/build-probe builds it)".into(),
             )
         })
@@ -128,7 +127,7 @@ impl Verdict {
     /// Fails, naming the checks, unless every escape was blocked.
     pub fn passed(self) -> Result<()> {
         if !self.failed.is_empty() {
-            return Err(SuperviseError::Escapes(self.failed));
+            return Err(SandboxError::Escapes(self.failed));
         }
         Ok(())
     }
@@ -189,7 +188,7 @@ pub fn check(
     let outcome = foreground(rt, opts, None, false, sup);
     let mut output = String::new();
     fs::File::from(read_end).read_to_string(&mut output)?;
-    let status = super::exit_status(&outcome?);
+    let status = supervise::exit_status(&outcome?);
     Ok(judge(&checks, &output, i32::from(status)))
 }
 
@@ -202,9 +201,9 @@ fn workdir() -> Result<PrivateDir> {
 }
 
 /// `selftest --isolation landlock`: the probe under the default policy, run
-/// the way `sandbox --isolation landlock` runs a command (crate::direct).
+/// the way `sandbox --isolation landlock` runs a command (runsbx_runtime::direct).
 pub fn check_direct(rt: &Runtime, probe: Option<&Path>) -> Result<Verdict> {
-    crate::direct::available()?;
+    runsbx_runtime::direct::available()?;
     let probe = find_probe(probe)?;
     let work = workdir()?;
     let (checks, command) = probe_command(&probe, &work.0, Profile::Default);
@@ -215,12 +214,12 @@ pub fn check_direct(rt: &Runtime, probe: Option<&Path>) -> Result<Verdict> {
     };
     let config = prepare(&req, None)?.config;
     let (read_end, stdio) = captured_stdio()?;
-    let pid = super::direct::spawn(rt, config, Some(stdio))?;
+    let pid = supervise::spawn(rt, config, Some(stdio))?;
     let mut output = String::new();
     let read = fs::File::from(read_end).read_to_string(&mut output);
     use nix::sys::wait::{waitpid, WaitStatus};
     let status =
-        match waitpid(pid, None).map_err(|e| SuperviseError::step("wait for the probe", e))? {
+        match waitpid(pid, None).map_err(|e| SandboxError::step("wait for the probe", e))? {
             WaitStatus::Exited(_, code) => code,
             WaitStatus::Signaled(_, sig, _) => 128 + sig as i32,
             _ => 1,
@@ -232,7 +231,7 @@ pub fn check_direct(rt: &Runtime, probe: Option<&Path>) -> Result<Verdict> {
 /// The probe's stdin (/dev/null), stdout (a pipe whose read end comes
 /// first) and stderr (runsbx's).
 fn captured_stdio() -> Result<(OwnedFd, [OwnedFd; 3])> {
-    let (read_end, write_end) = nix::unistd::pipe().map_err(|e| SuperviseError::step("pipe", e))?;
+    let (read_end, write_end) = nix::unistd::pipe().map_err(|e| SandboxError::step("pipe", e))?;
     let null: OwnedFd = fs::File::open("/dev/null")?.into();
     let stderr: OwnedFd = std::os::fd::AsFd::as_fd(&std::io::stderr()).try_clone_to_owned()?;
     Ok((read_end, [null, write_end, stderr]))
@@ -283,7 +282,7 @@ fn refuse_symlinked_parents(rootfs: &Path, dest: &Path) -> Result<()> {
         at.push(part);
         match fs::symlink_metadata(&at) {
             Ok(m) if m.file_type().is_symlink() => {
-                return Err(SuperviseError::Message(format!(
+                return Err(SandboxError::Message(format!(
                     "--bundle: {} is a symlink; not creating the probe's mount point through it",
                     at.display()
                 )))
@@ -304,11 +303,11 @@ fn copy_with_probe(
     work: &Path,
 ) -> Result<PrivateDir> {
     let ctx = || format!("--bundle {}", dir.display());
-    let message = |m: &str| SuperviseError::Message(m.to_string());
-    let src = fs::canonicalize(dir).map_err(|e| SuperviseError::step(ctx(), e))?;
-    let text = fs::read(src.join("config.json")).map_err(|e| SuperviseError::step(ctx(), e))?;
+    let message = |m: &str| SandboxError::Message(m.to_string());
+    let src = fs::canonicalize(dir).map_err(|e| SandboxError::step(ctx(), e))?;
+    let text = fs::read(src.join("config.json")).map_err(|e| SandboxError::step(ctx(), e))?;
     let mut config: Value = serde_json::from_slice(&text)
-        .map_err(|e| SuperviseError::step("--bundle: config.json", e))?;
+        .map_err(|e| SandboxError::step("--bundle: config.json", e))?;
     let root = config["root"]["path"]
         .as_str()
         .ok_or_else(|| message("--bundle: root.path missing"))?;
@@ -323,7 +322,7 @@ fn copy_with_probe(
             .source(path)
             .options(vec!["bind".to_string(), mode.to_string()])
             .build()
-            .map_err(|e| SuperviseError::Message(e.to_string()))
+            .map_err(|e| SandboxError::Message(e.to_string()))
     };
     let added = [bind(probe, "ro")?, bind(work, "rw")?];
     // The container's root may be unprivileged: create the mount points in
@@ -334,7 +333,7 @@ fn copy_with_probe(
     for path in [probe, work] {
         refuse_symlinked_parents(&rootfs, path)?;
     }
-    runsbx_bundle::make_mountpoints(&rootfs, &added).map_err(SuperviseError::Message)?;
+    runsbx_bundle::make_mountpoints(&rootfs, &added).map_err(SandboxError::Message)?;
     let mounts = config["mounts"]
         .as_array_mut()
         .ok_or_else(|| message("--bundle: no mounts"))?;
