@@ -4,7 +4,7 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
-use libcontainer::oci_spec::runtime::Mount;
+use oci_spec::runtime::Mount;
 use serde_json::Value;
 
 use crate::error::BundleError;

@@ -27,7 +27,6 @@
 
 use std::path::{Path, PathBuf};
 
-use libcontainer::oci_spec;
 use oci_spec::runtime::{
     Capabilities, LinuxBuilder, LinuxCapabilitiesBuilder, LinuxDeviceBuilder, LinuxDeviceType,
     LinuxIdMappingBuilder, LinuxNamespaceBuilder, LinuxNamespaceType, MountBuilder,

@@ -26,7 +26,7 @@ fn config_is_a_valid_oci_spec_with_the_sandbox_shape() {
     let v = generate(&d, &opts(&wd)).unwrap();
 
     // It parses as an OCI spec with the runtime's own types.
-    let spec: libcontainer::oci_spec::runtime::Spec = serde_json::from_value(v.clone()).unwrap();
+    let spec: oci_spec::runtime::Spec = serde_json::from_value(v.clone()).unwrap();
     assert_eq!(spec.version(), OCI_VERSION);
 
     assert_eq!(v["root"], json!({"path": "rootfs", "readonly": true}));

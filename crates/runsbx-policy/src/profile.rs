@@ -53,7 +53,7 @@
 //! readable ELF itself. What can be executed is Landlock's job (EXECUTE granted only on
 //! the workload and its ELF interpreter). `execveat` (fd-based exec, e.g. of a memfd)
 //! is denied: the runtime does not use it.
-use libcontainer::oci_spec::runtime::{
+use oci_spec::runtime::{
     Arch, LinuxSeccomp, LinuxSeccompAction, LinuxSeccompArg, LinuxSeccompArgBuilder,
     LinuxSeccompOperator, LinuxSyscall,
 };

@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 use std::str::FromStr;
 
-use libcontainer::oci_spec::runtime::{LinuxNamespaceType, Spec};
+use oci_spec::runtime::{LinuxNamespaceType, Spec};
 
 use super::{FsRight, LandlockError, LandlockPolicy, NetRight, PathBeneathRule, ScopeRight};
 

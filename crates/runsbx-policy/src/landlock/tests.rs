@@ -386,7 +386,7 @@ fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src/landlock/fixtures")
 }
 
-fn fixture_spec(name: &str) -> libcontainer::oci_spec::runtime::Spec {
+fn fixture_spec(name: &str) -> oci_spec::runtime::Spec {
     let text = std::fs::read_to_string(fixture_dir().join(format!("{name}.json"))).unwrap();
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}.json: {e}"))
 }

@@ -110,7 +110,7 @@ pub use eval::Call;
 
 use std::collections::BTreeMap;
 
-use libcontainer::oci_spec::runtime::{
+use oci_spec::runtime::{
     Arch, LinuxSeccomp, LinuxSeccompAction, LinuxSeccompArg, LinuxSeccompFilterFlag,
     LinuxSeccompOperator,
 };
