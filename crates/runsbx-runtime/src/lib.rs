@@ -25,6 +25,7 @@ pub mod initlog;
 pub mod isolation;
 pub mod jupyter;
 pub mod landlock;
+pub mod layout;
 pub mod monitor;
 pub mod netns;
 pub mod nnp;

@@ -47,7 +47,7 @@ impl PendingReport {
         // One name per id: the caller holds the id's create lock, so no
         // other create of it is alive, and a FIFO left by one killed before
         // its commit is replaced here.
-        let path = root.join(format!(".{id}.report"));
+        let path = crate::layout::report(root, id);
         let _ = fs::remove_file(&path);
         nix::unistd::mkfifo(&path, Mode::from_bits_truncate(0o600))
             .map_err(|e| RuntimeError::sys(format!("mkfifo {}", path.display()), e))?;

@@ -4,6 +4,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Result, RuntimeError};
+use crate::layout::{self, Entry};
 
 impl CreateLock {
     pub(super) fn take(root: &Path, id: &str) -> Result<Self> {
@@ -32,7 +33,7 @@ impl CreateLock {
     fn open_and_lock(root: &Path, id: &str, create: bool) -> Result<LockFile> {
         use std::os::fd::AsRawFd;
         use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-        let path = root.join(format!(".{id}.create"));
+        let path = crate::layout::create_lock(root, id);
         let open = |new: bool| {
             fs::OpenOptions::new()
                 .create_new(new)
@@ -168,30 +169,20 @@ pub(super) fn remove_stale_reports(root: &Path, id: &str) {
     let Ok(entries) = fs::read_dir(root) else {
         return;
     };
-    let prefix = format!(".{id}.");
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
+        let Some(what) = name.to_str().and_then(|n| layout::entry_of(id, n)) else {
             continue;
         };
-        if rest == "report" {
-            let _ = fs::remove_file(entry.path());
-            continue;
-        }
-        // Ids may hold dots and digits, so `.<id>.<digits>.report` is the
-        // live report FIFO of a create of `<id>.<digits>`, never something
-        // of `id`'s: taking it would break that create (an old per-pid
-        // report name read it so).
-        let Some(pid) = rest
-            .strip_suffix(".config.json")
-            .or_else(|| rest.strip_suffix(".bundle"))
-        else {
-            continue;
+        let pid = match what {
+            Entry::Report => {
+                let _ = fs::remove_file(entry.path());
+                continue;
+            }
+            Entry::CreateLock => continue,
+            Entry::ConfigView(pid) | Entry::ConfigCopy(pid) => pid,
         };
-        if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        if !Path::new("/proc").join(pid).exists() {
+        if !Path::new("/proc").join(pid.to_string()).exists() {
             // A config copy (rootless::ConfigCopy) is a directory.
             let _ = fs::remove_file(entry.path()).or_else(|_| fs::remove_dir_all(entry.path()));
         }

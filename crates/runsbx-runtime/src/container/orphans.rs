@@ -63,10 +63,7 @@ impl CreateLock {
         let Some(name) = self.path.file_name().and_then(|n| n.to_str()) else {
             return;
         };
-        let Some(id) = name
-            .strip_prefix('.')
-            .and_then(|n| n.strip_suffix(".create"))
-        else {
+        let Some(id) = crate::layout::lock_owner(name) else {
             return;
         };
         let me = std::process::id();

@@ -51,7 +51,7 @@ impl ConfigView {
         state_root: &Path,
         id: &str,
     ) -> Result<Self> {
-        let copy = state_root.join(format!(".{id}.{}.config.json", std::process::id()));
+        let copy = crate::layout::config_view(state_root, id, std::process::id());
         let text = serde_json::to_vec(raw).map_err(|e| RuntimeError::Spec(e.to_string()))?;
         if let Err(e) = fs::write(&copy, text) {
             // A full state root fails the write after the file exists.
@@ -122,7 +122,7 @@ impl ConfigCopy {
     /// is gone). The name is looked at first: `state` asks on every call.
     pub fn real_bundle(dir: &Path, state_root: &Path) -> Option<PathBuf> {
         let name = dir.file_name()?.to_str()?;
-        if !(name.starts_with('.') && name.ends_with(".bundle")) {
+        if !crate::layout::is_config_copy(name) {
             return None;
         }
         // A bundle of the user's that happens to have such a name.
@@ -139,7 +139,7 @@ impl ConfigCopy {
 
     /// Where this process's copy for `id` is (or will be) written.
     pub fn dir_for(state_root: &Path, id: &str) -> PathBuf {
-        state_root.join(format!(".{id}.{}.bundle", std::process::id()))
+        crate::layout::config_copy(state_root, id, std::process::id())
     }
 
     /// Where a prestart or createRuntime hook's shim writes why it failed
