@@ -88,12 +88,8 @@ impl Matrix {
                 fs::create_dir(&d).unwrap();
                 fs::set_permissions(&d, fs::Permissions::from_mode(0o755)).unwrap();
                 if who == Who::User {
-                    nix::unistd::chown(
-                        &d,
-                        Some(self.user.0.into()),
-                        Some(self.user.1.into()),
-                    )
-                    .unwrap();
+                    nix::unistd::chown(&d, Some(self.user.0.into()), Some(self.user.1.into()))
+                        .unwrap();
                 }
             }
         }
@@ -228,9 +224,7 @@ attempt("exec-shell", lambda: os.execv("/bin/sh", ["sh", "-c", "echo exec-shell 
 /// an exact value. Every line that differs between cells says why.
 fn expected(probe: &str, (mode, who): (Mode, Who), user_uid: u32) -> String {
     let ns = mode == Mode::Namespaces;
-    let by_mode = |in_ns: &str, in_landlock: &str| {
-        if ns { in_ns } else { in_landlock }.to_string()
-    };
+    let by_mode = |in_ns: &str, in_landlock: &str| if ns { in_ns } else { in_landlock }.to_string();
     match probe {
         "write-workdir" => "ALLOWED".into(),
         // Stopping itself does not hold the workload: pid 1 of its own pid

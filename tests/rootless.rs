@@ -485,7 +485,6 @@ exit $rc
     cmd.output().unwrap()
 }
 
-
 #[test]
 fn root_forbidden_user_namespaces_give_the_clear_error_and_no_userns_still_confines() {
     if !as_root() {
