@@ -96,6 +96,8 @@ pub enum Command {
     Sandbox(Sandbox),
     /// Generate the sandbox bundle for a command, without running it.
     Gen(Gen),
+    /// Serve warm sandboxed Python REPL sessions on a unix socket.
+    Serve(Serve),
     /// Run the escape probe in a sandbox and fail unless every escape is blocked.
     Selftest(Selftest),
     /// Validate a bundle as `create` would, without creating anything, and
@@ -545,6 +547,53 @@ pub struct Sandbox {
     /// Alias of `--isolation landlock`.
     #[arg(long, conflicts_with_all = ["memory", "pids_limit", "self_test", "id", "report_denials", "isolation"])]
     pub no_userns: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct Serve {
+    /// The unix stream socket to listen on (made mode 0600, removed when
+    /// the server ends; must not exist).
+    #[arg(long, value_name = "PATH")]
+    pub listen: PathBuf,
+    /// Python code each session runs before it is handed out (e.g.
+    /// `import numpy, pandas`); a session whose preload fails is not used.
+    #[arg(long, value_name = "CODE")]
+    pub preload: Option<String>,
+    /// Sessions kept started and preloaded, ready for the next clients.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub warm: usize,
+    /// Most sessions handed out at once; a client beyond them gets one
+    /// `refused` line.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub max_sessions: usize,
+    /// End a session this long after it is handed out (10s, 2m).
+    #[arg(long, value_name = "DURATION")]
+    pub session_timeout: Option<String>,
+    /// End a session whose interpreter's RSS exceeds SIZE (512M, 1G).
+    #[arg(long, value_name = "SIZE")]
+    pub rss_limit: Option<String>,
+    /// Also bind PATH read-only into every session; repeatable.
+    #[arg(long, value_name = "PATH")]
+    pub ro: Vec<PathBuf>,
+    /// Set an environment variable in every session (KEY=VALUE); repeatable.
+    #[arg(short, long, value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// A resource limit for every session, NAME=SOFT[:HARD]; repeatable.
+    #[arg(long, value_name = "NAME=SOFT[:HARD]")]
+    pub rlimit: Vec<String>,
+    /// Memory limit of each session's cgroup.
+    #[arg(long, value_name = "SIZE")]
+    pub memory: Option<String>,
+    /// Limit on the processes/threads in each session's cgroup.
+    #[arg(long, value_name = "N")]
+    pub pids_limit: Option<i64>,
+    /// Each session's isolation, as `sandbox --isolation`.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = Isolation::Auto)]
+    pub isolation: Isolation,
+    /// The interpreter and its arguments; the server appends `-I` and the
+    /// REPL driver.
+    #[arg(required = true, last = true, value_name = "PYTHON")]
+    pub command: Vec<String>,
 }
 
 /// `--isolation` (see runsbx_runtime::isolation).

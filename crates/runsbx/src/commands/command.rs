@@ -44,6 +44,7 @@ impl Command {
             Command::Spec(_) => "spec",
             Command::Sandbox(_) => "sandbox",
             Command::Gen(_) => "gen",
+            Command::Serve(_) => "serve",
             Command::Selftest(_) => "selftest",
             Command::Check(_) => "check",
             Command::Kernelspec(_) => "kernelspec",

@@ -18,6 +18,7 @@ mod ps;
 mod run;
 mod sandbox;
 mod selftest;
+mod serve;
 mod spec;
 mod start;
 mod state;
@@ -115,6 +116,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<u8> {
         Command::Spec(a) => spec::run(a).map(|_| 0),
         Command::Sandbox(a) => sandbox::sandbox(ctx, a, mode.unwrap_or(Mode::Namespaces)),
         Command::Gen(a) => sandbox::gen(ctx, a).map(|_| 0),
+        Command::Serve(a) => serve::run(ctx, a),
         Command::Selftest(a) => selftest::run(ctx, a, mode.unwrap_or(Mode::Namespaces)),
         Command::Check(a) => check::run(ctx, a).map(|_| 0),
         Command::Kernelspec(a) => kernelspec::run(a).map(|_| 0),

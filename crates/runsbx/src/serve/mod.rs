@@ -1,0 +1,445 @@
+//! `runsbx serve`: warm REPL sessions on a unix stream socket.
+//!
+//! Each session is a `runsbx sandbox` process of its own (this binary),
+//! running the REPL driver (bundles/python-repl/repl.py, carried in the
+//! binary) under the operator's interpreter, with the preload already run. A
+//! pool of such sessions is kept started; a connecting client gets one, a
+//! refill thread starts the next. Sessions share nothing but the binds every
+//! sandbox gets read-only: no process, no memory, no workdir; a session's
+//! supervision (signals, limits, reaping, cleanup) is `runsbx sandbox`'s
+//! own, tested path, and a session's crash takes no other with it.
+//!
+//! Protocol (JSON lines, docs/sandbox.md "Warm sessions"): on connect
+//! `{"event":"ready","session":N,"pid":PID}` (or one
+//! `{"event":"refused","reason":...}` line), then one answer per
+//! `{"code": ...}` request, as repl.py gives it, and a last
+//! `{"event":"end","reason":...}` when the session ends other than by the
+//! client closing.
+
+mod session;
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use nix::sys::signal::{SigSet, Signal};
+use serde_json::{json, Value};
+
+use session::{Killer, Session};
+
+/// The REPL driver every session runs.
+const REPL: &str = include_str!("../../../../bundles/python-repl/repl.py");
+
+/// What the operator asked for (commands/serve.rs builds it from flags).
+pub struct Config {
+    pub listen: PathBuf,
+    /// runsbx's global flags for each session's `runsbx` (`--root`).
+    pub global: Vec<String>,
+    /// `sandbox` flags for each session, before `--`.
+    pub sandbox: Vec<String>,
+    /// The interpreter and its arguments.
+    pub python: Vec<String>,
+    pub preload: Option<String>,
+    pub warm: usize,
+    pub max_sessions: usize,
+    pub session_timeout: Option<Duration>,
+}
+
+struct Pool {
+    warm: VecDeque<Session>,
+    /// Handed out and not yet ended, by session id.
+    live: HashMap<u64, Killer>,
+    /// Clients waiting for a warm session.
+    waiting: usize,
+    /// The refill thread is starting one.
+    starting: bool,
+}
+
+struct Server {
+    config: Config,
+    exe: PathBuf,
+    repl: PathBuf,
+    pool: Mutex<Pool>,
+    changed: Condvar,
+    stopping: AtomicBool,
+    next_id: AtomicU64,
+}
+
+/// Runs the server until SIGTERM or SIGINT; then ends every session and
+/// removes the socket. Returns the exit status.
+pub fn run(config: Config) -> Result<u8> {
+    if config.max_sessions == 0 || config.warm > config.max_sessions {
+        bail!(
+            "--warm {} --max-sessions {}: need 0 < --max-sessions and --warm <= --max-sessions",
+            config.warm,
+            config.max_sessions
+        );
+    }
+    // Blocked before any thread starts, so every thread inherits the mask
+    // and only the signal thread takes them (children get a clear mask).
+    // SIGPIPE too, never taken: a write to a session or a client that is
+    // gone fails with EPIPE instead of ending the server.
+    let mut signals = SigSet::empty();
+    signals.add(Signal::SIGTERM);
+    signals.add(Signal::SIGINT);
+    let mut blocked = signals;
+    blocked.add(Signal::SIGPIPE);
+    blocked
+        .thread_block()
+        .context("block SIGTERM, SIGINT and SIGPIPE")?;
+
+    let dir = tempfile::Builder::new()
+        .prefix("runsbx-serve-")
+        .tempdir()
+        .context("private directory")?;
+    // The sandbox's nobody (root invoking) reads the driver through it.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
+    let repl = dir.path().join("repl.py");
+    std::fs::write(&repl, REPL).with_context(|| format!("write {}", repl.display()))?;
+    std::fs::set_permissions(&repl, std::fs::Permissions::from_mode(0o644))?;
+
+    // Made 0600 from the start (no thread runs yet to share the umask):
+    // another local user connecting would get a session on the operator's
+    // account and limits.
+    let umask = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o177));
+    let bound = UnixListener::bind(&config.listen);
+    nix::sys::stat::umask(umask);
+    let listener = bound.with_context(|| format!("--listen {}", config.listen.display()))?;
+    let _socket = RemoveOnDrop(config.listen.clone());
+
+    let server = Arc::new(Server {
+        exe: std::env::current_exe().context("runsbx's own path")?,
+        repl,
+        pool: Mutex::new(Pool {
+            warm: VecDeque::new(),
+            live: HashMap::new(),
+            waiting: 0,
+            starting: false,
+        }),
+        changed: Condvar::new(),
+        stopping: AtomicBool::new(false),
+        next_id: AtomicU64::new(1),
+        config,
+    });
+
+    // Fail closed at start: a session that cannot start or preload now
+    // would fail every client.
+    if server.config.warm > 0 {
+        let first = server.start_session().context("the first session")?;
+        server.pool.lock().unwrap().warm.push_back(first);
+    }
+    let refill = {
+        let s = server.clone();
+        std::thread::spawn(move || s.refill())
+    };
+    {
+        let s = server.clone();
+        let fd = listener.as_raw_fd();
+        std::thread::spawn(move || {
+            let _ = signals.wait();
+            s.stopping.store(true, Ordering::SeqCst);
+            // Wakes accept(2) with EINVAL.
+            let _ = nix::sys::socket::shutdown(fd, nix::sys::socket::Shutdown::Both);
+            s.changed.notify_all();
+        });
+    }
+    eprintln!(
+        "runsbx: serve: listening on {} ({} warm, at most {} sessions)",
+        server.config.listen.display(),
+        server.config.warm,
+        server.config.max_sessions
+    );
+
+    let mut clients = Vec::new();
+    for stream in listener.incoming() {
+        if server.stopping.load(Ordering::SeqCst) {
+            break;
+        }
+        let Ok(stream) = stream else {
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        };
+        let s = server.clone();
+        clients.push(std::thread::spawn(move || s.serve(stream)));
+        clients.retain(|c| !c.is_finished());
+    }
+
+    // Drain: end every session, handed out or warm, and wait for them.
+    server.stopping.store(true, Ordering::SeqCst);
+    server.changed.notify_all();
+    let warm: Vec<Session> = {
+        let mut pool = server.pool.lock().unwrap();
+        for killer in pool.live.values() {
+            killer.kill();
+        }
+        pool.warm.drain(..).collect()
+    };
+    for s in warm {
+        s.kill();
+        s.finish();
+    }
+    for c in clients {
+        let _ = c.join();
+    }
+    let _ = refill.join();
+    Ok(0)
+}
+
+impl Server {
+    fn start_session(&self) -> Result<Session> {
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let mut args = self.config.sandbox.clone();
+        args.push("--ro".into());
+        args.push(self.repl.display().to_string());
+        args.push("--".into());
+        args.extend(self.config.python.iter().cloned());
+        args.push("-I".into());
+        args.push(self.repl.display().to_string());
+        let mut s = Session::start(id, &self.exe, &self.config.global, &args)?;
+        if let Some(code) = &self.config.preload {
+            let answer = s.request(code);
+            let v: Value = answer
+                .as_deref()
+                .and_then(|a| serde_json::from_str(a).ok())
+                .unwrap_or_default();
+            if v["ok"] != true {
+                s.kill();
+                let outcome = s.finish();
+                let why = match v["error"].as_str() {
+                    Some(e) => e.trim_end().lines().last().unwrap_or(e).to_string(),
+                    None => outcome["reason"]
+                        .as_str()
+                        .unwrap_or("no answer")
+                        .to_string(),
+                };
+                bail!("--preload failed: {why}");
+            }
+        }
+        Ok(s)
+    }
+
+    /// Keeps `warm` sessions ready (more while clients wait), never more
+    /// than `max_sessions` alive. A failed start is retried with a growing
+    /// pause, said once per failure on stderr.
+    fn refill(&self) {
+        let mut pause = Duration::from_millis(100);
+        loop {
+            {
+                let mut pool = self.pool.lock().unwrap();
+                loop {
+                    if self.stopping.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let alive = pool.warm.len() + pool.live.len();
+                    let want = self.config.warm.max(pool.waiting.min(1) + pool.warm.len());
+                    if pool.warm.len() < want && alive < self.config.max_sessions {
+                        break;
+                    }
+                    pool = self.changed.wait(pool).unwrap();
+                }
+                pool.starting = true;
+            }
+            let started = self.start_session();
+            let mut pool = self.pool.lock().unwrap();
+            pool.starting = false;
+            match started {
+                Ok(s) if self.stopping.load(Ordering::SeqCst) => {
+                    drop(pool);
+                    s.kill();
+                    s.finish();
+                    return;
+                }
+                Ok(s) => {
+                    pool.warm.push_back(s);
+                    pause = Duration::from_millis(100);
+                    self.changed.notify_all();
+                }
+                Err(e) => {
+                    drop(pool);
+                    eprintln!("runsbx: serve: a session failed to start: {e:#}");
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(30));
+                }
+            }
+        }
+    }
+
+    /// A warm session for a client, waiting for one while fewer than
+    /// `max_sessions` are handed out; `Err` with the reason to refuse.
+    fn take(&self) -> std::result::Result<Session, String> {
+        let mut pool = self.pool.lock().unwrap();
+        // Waiting clients count too: a flood of connections holds at most
+        // --max-sessions threads, the rest are refused at once.
+        if pool.live.len() + pool.waiting >= self.config.max_sessions {
+            return Err(format!(
+                "busy: {} sessions in use, {} clients waiting (--max-sessions {})",
+                pool.live.len(),
+                pool.waiting,
+                self.config.max_sessions
+            ));
+        }
+        pool.waiting += 1;
+        self.changed.notify_all();
+        let s = loop {
+            if self.stopping.load(Ordering::SeqCst) {
+                pool.waiting -= 1;
+                return Err("the server is stopping".into());
+            }
+            if let Some(mut s) = pool.warm.pop_front() {
+                if s.alive() {
+                    break s;
+                }
+                // Died while warm: reaped, and the refill starts another.
+                std::thread::spawn(move || s.finish());
+                self.changed.notify_all();
+                continue;
+            }
+            pool = self.changed.wait(pool).unwrap();
+        };
+        pool.waiting -= 1;
+        pool.live.insert(s.id, s.killer.clone());
+        self.changed.notify_all();
+        Ok(s)
+    }
+
+    fn serve(&self, stream: UnixStream) {
+        let mut out = match stream.try_clone() {
+            Ok(s) => s,
+            Err(_) => return,
+        };
+        let mut s = match self.take() {
+            Ok(s) => s,
+            Err(reason) => {
+                let _ = writeln!(out, "{}", json!({"event": "refused", "reason": reason}));
+                return;
+            }
+        };
+        let id = s.id;
+        let ended = self.converse(&mut s, stream, &mut out);
+        s.kill();
+        let outcome = s.finish();
+        if let Some(reason) = ended {
+            let reason = match reason {
+                End::Workload => outcome["reason"].as_str().unwrap_or("exited").to_string(),
+                End::Timeout => "timeout".into(),
+                End::Stopping => "server-stopping".into(),
+            };
+            let mut line = json!({"event": "end", "reason": reason});
+            for k in [
+                "exit_code",
+                "signal",
+                "peak_rss_bytes",
+                "wall_ms",
+                "message",
+            ] {
+                if let Some(v) = outcome.get(k) {
+                    line[k] = v.clone();
+                }
+            }
+            let _ = writeln!(out, "{line}");
+        }
+        let _ = out.shutdown(std::net::Shutdown::Both);
+        let mut pool = self.pool.lock().unwrap();
+        pool.live.remove(&id);
+        self.changed.notify_all();
+    }
+
+    /// Relays the client's lines to the session and its answers back until
+    /// one side ends; `None` when the client closed (no last line for it).
+    fn converse(&self, s: &mut Session, stream: UnixStream, out: &mut UnixStream) -> Option<End> {
+        let ready = json!({"event": "ready", "session": s.id, "pid": s.pid});
+        if writeln!(out, "{ready}").is_err() {
+            return None;
+        }
+        let client_gone = Arc::new(AtomicBool::new(false));
+        let timed_out = Arc::new(AtomicBool::new(false));
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        // The deadline, from hand-off.
+        if let Some(limit) = self.config.session_timeout {
+            let (timed_out, killer) = (timed_out.clone(), s.killer.clone());
+            std::thread::spawn(move || {
+                use std::sync::mpsc::RecvTimeoutError;
+                if let Err(RecvTimeoutError::Timeout) = done_rx.recv_timeout(limit) {
+                    timed_out.store(true, Ordering::SeqCst);
+                    killer.kill();
+                }
+            });
+        }
+        // Client -> session. A client that closes, even mid-request, ends
+        // the session at once: nothing of it outlives the connection.
+        let mut stdin = s.stdin.take();
+        let reader = {
+            let (client_gone, killer) = (client_gone.clone(), s.killer.clone());
+            std::thread::spawn(move || {
+                let mut lines = BufReader::new(stream);
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    match lines.read_line(&mut line) {
+                        Ok(n) if n > 0 => {}
+                        _ => break,
+                    }
+                    // A session that ended takes no more; the client's
+                    // close is still waited for.
+                    if let Some(w) = stdin.as_mut() {
+                        if w.write_all(line.as_bytes()).is_err() {
+                            stdin = None;
+                        }
+                    }
+                }
+                client_gone.store(true, Ordering::SeqCst);
+                drop(stdin);
+                killer.kill();
+            })
+        };
+        // Session -> client, line by line.
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match s.stdout.read_line(&mut line) {
+                Ok(n) if n > 0 => {
+                    if out.write_all(line.as_bytes()).is_err() {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        drop(done_tx);
+        let gone = client_gone.load(Ordering::SeqCst);
+        // Ends the reader (its read returns 0) if the session ended first.
+        let _ = out.shutdown(std::net::Shutdown::Read);
+        let _ = reader.join();
+        if gone {
+            return None;
+        }
+        Some(if timed_out.load(Ordering::SeqCst) {
+            End::Timeout
+        } else if self.stopping.load(Ordering::SeqCst) {
+            End::Stopping
+        } else {
+            End::Workload
+        })
+    }
+}
+
+enum End {
+    Workload,
+    Timeout,
+    Stopping,
+}
+
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}

@@ -1,0 +1,174 @@
+//! One session: a `runsbx sandbox` process of its own running the REPL
+//! driver, its stdin and stdout the protocol, its status fd the workload's
+//! PID and, at the end, the outcome.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+/// Every spawn holds this while the status pipe's write end is inheritable,
+/// so no other session's child inherits it (which would keep its status
+/// pipe open after its own runsbx exits).
+static SPAWN: Mutex<()> = Mutex::new(());
+
+/// Sends SIGTERM to a session's runsbx, until it is reaped: a signal can
+/// never reach a process that reused its pid.
+#[derive(Clone)]
+pub struct Killer(Arc<Mutex<Option<i32>>>);
+
+impl Killer {
+    /// Ends the session: runsbx kills the workload and removes the workdir
+    /// (as `runsbx sandbox` does on SIGTERM).
+    pub fn kill(&self) {
+        if let Some(pid) = *self.0.lock().unwrap_or_else(|e| e.into_inner()) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+    }
+}
+
+pub struct Session {
+    pub id: u64,
+    pub killer: Killer,
+    /// The interpreter's host PID, from the status fd's start event.
+    pub pid: i32,
+    child: Child,
+    pub stdin: Option<ChildStdin>,
+    pub stdout: BufReader<ChildStdout>,
+    status: BufReader<File>,
+}
+
+impl Session {
+    /// Starts `runsbx GLOBAL... sandbox --status-fd FD ARGS...` and waits
+    /// for the workload's PID.
+    pub fn start(id: u64, exe: &Path, global: &[String], args: &[String]) -> Result<Self> {
+        let (read, write): (OwnedFd, OwnedFd) = nix::unistd::pipe().context("status pipe")?;
+        let mut child = {
+            let _spawning = SPAWN.lock().unwrap_or_else(|e| e.into_inner());
+            inheritable(&write)?;
+            let spawned = Command::new(exe)
+                .args(global)
+                .args(["sandbox", "--status-fd"])
+                .arg(write.as_raw_fd().to_string())
+                .args(args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn();
+            drop(write);
+            spawned.context("spawn runsbx sandbox")?
+        };
+        let stderr = child.stderr.take().expect("piped");
+        std::thread::spawn(move || relay_stderr(id, stderr));
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().expect("piped"));
+        let mut status = BufReader::new(File::from(read));
+        let mut line = String::new();
+        let pid = loop {
+            line.clear();
+            if status.read_line(&mut line).unwrap_or(0) == 0 {
+                let _ = child.wait();
+                bail!("the session's sandbox ended before its workload started");
+            }
+            let event: Value = serde_json::from_str(&line).unwrap_or_default();
+            match event["event"].as_str() {
+                Some("start") => break event["pid"].as_i64().unwrap_or(0) as i32,
+                Some("exit") => {
+                    let _ = child.wait();
+                    bail!(
+                        "the session's sandbox failed: {}",
+                        event["message"].as_str().unwrap_or("no message")
+                    );
+                }
+                _ => {}
+            }
+        };
+        Ok(Self {
+            id,
+            killer: Killer(Arc::new(Mutex::new(Some(child.id() as i32)))),
+            pid,
+            child,
+            stdin,
+            stdout,
+            status,
+        })
+    }
+
+    /// Sends one request line and returns the answer line (without its
+    /// newline); `None` when the session ended instead.
+    pub fn request(&mut self, code: &str) -> Option<String> {
+        let mut line = serde_json::json!({ "code": code }).to_string();
+        line.push('\n');
+        self.stdin.as_mut()?.write_all(line.as_bytes()).ok()?;
+        let mut answer = String::new();
+        match self.stdout.read_line(&mut answer) {
+            Ok(n) if n > 0 => Some(answer.trim_end().to_string()),
+            _ => None,
+        }
+    }
+
+    pub fn kill(&self) {
+        self.killer.kill();
+    }
+
+    /// Whether its runsbx still runs (a warm session can die in the pool).
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Waits for runsbx to exit; returns its exit event (`{}` when it wrote
+    /// none).
+    pub fn finish(mut self) -> Value {
+        drop(self.stdin.take());
+        let mut outcome = Value::Object(Default::default());
+        let mut line = String::new();
+        while self.status.read_line(&mut line).unwrap_or(0) > 0 {
+            if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                if v["event"] == "exit" {
+                    outcome = v;
+                }
+            }
+            line.clear();
+        }
+        *self.killer.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        let _ = self.child.wait();
+        outcome
+    }
+}
+
+/// Clears close-on-exec on `fd`, for the next child to inherit it.
+fn inheritable(fd: &OwnedFd) -> Result<()> {
+    use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+    fcntl(fd.as_raw_fd(), FcntlArg::F_SETFD(FdFlag::empty())).context("status pipe: fcntl")?;
+    Ok(())
+}
+
+/// The session's stderr (runsbx's own lines, and whatever the workload
+/// writes to fd 2) on the server's, each line prefixed with the session;
+/// capped, so that a workload cannot flood the operator's log.
+fn relay_stderr(id: u64, stderr: std::process::ChildStderr) {
+    const MAX_LINES: usize = 20;
+    const MAX_LINE: usize = 500;
+    let mut lines = BufReader::new(stderr);
+    let mut line = Vec::new();
+    let mut n = 0;
+    while lines.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
+        n += 1;
+        if n <= MAX_LINES {
+            let text = String::from_utf8_lossy(&line);
+            let text: String = text.trim_end().chars().take(MAX_LINE).collect();
+            eprintln!("runsbx: serve: session {id}: {text}");
+        } else if n == MAX_LINES + 1 {
+            eprintln!("runsbx: serve: session {id}: more on stderr, not shown");
+        }
+        line.clear();
+    }
+}
