@@ -188,8 +188,11 @@ fn the_environment_is_scrubbed() {
 fn the_workload_is_not_host_root_and_is_sealed() {
     let env = Env::new();
     let pid_file = env.tmp.path().join("pid");
+    // A SIGKILLed runsbx leaves its bundle and workdir: in the test's dir.
+    let tmp = env.traversable_tmpdir();
     let mut child = env
         .cmd()
+        .env("TMPDIR", &tmp)
         .args(["sandbox", "--pid-file", pid_file.to_str().unwrap(), "--"])
         .args(["python3", "-c", "import time; time.sleep(30)"])
         .stdout(Stdio::null())
@@ -348,8 +351,11 @@ fn landlock_mode_as_root_runs_as_nobody_and_cannot_stop_itself() {
 fn the_workload_dies_with_runsbx() {
     let env = Env::new();
     let pid_file = env.tmp.path().join("pid");
+    // A SIGKILLed runsbx leaves its bundle and workdir: in the test's dir.
+    let tmp = env.traversable_tmpdir();
     let mut child = env
         .cmd()
+        .env("TMPDIR", &tmp)
         .args(["sandbox", "--pid-file", pid_file.to_str().unwrap(), "--"])
         .args(["python3", "-c", "import time; time.sleep(60)"])
         .stdout(Stdio::null())
