@@ -3,13 +3,15 @@
 //! clear error plus the opt-in `--no-userns` mode where user namespaces are
 //! forbidden.
 //!
-//! Two halves, each run by hack/test:
-//! - the `user_*` tests run as an unprivileged user: hack/test runs this
-//!   binary again through `runuser` as the user hack/setup-ci creates. Run
-//!   as root (plain `cargo test`), they say so and return.
+//! Two halves, each failing when run as the wrong user, never skipping:
+//! - the `user_*` tests run as an ordinary user. They are `#[ignore]`d, so
+//!   a plain (root) `cargo test` does not run them as root; the root test
+//!   `root_runs_the_user_half_as_an_ordinary_user` runs this binary again
+//!   with `--ignored` as the user hack/setup-ci creates. A user runs them
+//!   with `cargo test --test rootless -- --ignored`.
 //! - the `root_*` tests set up what an ordinary user cannot (a throwaway
-//!   user namespace with `user.max_user_namespaces=0`) and run runsbx in it
-//!   as that user. Run as a non-root user they say so and return.
+//!   user namespace with `user.max_user_namespaces=0`, a delegated cgroup)
+//!   and run runsbx in it as that user.
 
 mod common;
 
@@ -20,20 +22,13 @@ use std::process::{Command, Output};
 use common::*;
 use serde_json::json;
 
-fn as_user() -> bool {
-    if nix::unistd::geteuid().is_root() {
-        eprintln!("rootless: runs as an unprivileged user; hack/test runs it so (step rootless)");
-        return false;
-    }
-    true
-}
-
-fn as_root() -> bool {
-    if !nix::unistd::geteuid().is_root() {
-        eprintln!("rootless: this half needs root to build the throwaway namespace; hack/test runs it as root");
-        return false;
-    }
-    true
+/// The user half runs as an ordinary user; as root it would test nothing
+/// of what it names.
+fn require_user() {
+    assert!(
+        !nix::unistd::geteuid().is_root(),
+        "this test runs as an ordinary user: run it through root_runs_the_user_half_as_an_ordinary_user, or `cargo test --test rootless -- --ignored` as a user"
+    );
 }
 
 fn stdout(out: &Output) -> String {
@@ -78,10 +73,9 @@ fn escapes(out: &Output) -> std::collections::BTreeMap<String, String> {
 }
 
 #[test]
+#[ignore = "runs as an ordinary user: root_runs_the_user_half_as_an_ordinary_user runs it"]
 fn user_sandbox_runs_python_and_every_layer_holds() {
-    if !as_user() {
-        return;
-    }
+    require_user();
     let env = Env::any_user();
     let wd = env.tmp.path().join("work");
     fs::create_dir(&wd).unwrap();
@@ -122,10 +116,9 @@ fn user_sandbox_runs_python_and_every_layer_holds() {
 }
 
 #[test]
+#[ignore = "runs as an ordinary user: root_runs_the_user_half_as_an_ordinary_user runs it"]
 fn user_sandbox_scrubs_the_environment_and_closes_inherited_fds() {
-    if !as_user() {
-        return;
-    }
+    require_user();
     let env = Env::any_user();
     // fd 5 is inherited without close-on-exec; the workload must not see it.
     let out = Command::new("bash")
@@ -152,10 +145,9 @@ fn user_sandbox_scrubs_the_environment_and_closes_inherited_fds() {
 }
 
 #[test]
+#[ignore = "runs as an ordinary user: root_runs_the_user_half_as_an_ordinary_user runs it"]
 fn user_sandbox_timeout_and_rss_limit_work_without_cgroups() {
-    if !as_user() {
-        return;
-    }
+    require_user();
     let env = Env::any_user();
     let out = sandbox(&env, &["--timeout", "300ms"], &["/bin/sleep", "10"]);
     assert_eq!(out.status.code(), Some(137), "{}", stderr_of(&out));
@@ -180,10 +172,9 @@ fn user_sandbox_timeout_and_rss_limit_work_without_cgroups() {
 }
 
 #[test]
+#[ignore = "runs as an ordinary user: root_runs_the_user_half_as_an_ordinary_user runs it"]
 fn user_selftest_passes() {
-    if !as_user() {
-        return;
-    }
+    require_user();
     let env = Env::any_user();
     assert_selftest_passes(&env, &probe_bin());
     // The weaker mode, too: every escape still blocked without namespaces.
@@ -204,10 +195,9 @@ fn user_selftest_passes() {
 }
 
 #[test]
+#[ignore = "runs as an ordinary user: root_runs_the_user_half_as_an_ordinary_user runs it"]
 fn user_lifecycle_create_start_exec_kill_delete() {
-    if !as_user() {
-        return;
-    }
+    require_user();
     let env = Env::any_user();
     let b = user_bundle(&env, "b", &["sleep", "100"]);
     let id = unique_id("rl");
@@ -258,10 +248,9 @@ fn user_lifecycle_create_start_exec_kill_delete() {
 }
 
 #[test]
+#[ignore = "runs as an ordinary user: root_runs_the_user_half_as_an_ordinary_user runs it"]
 fn user_run_and_delete_force() {
-    if !as_user() {
-        return;
-    }
+    require_user();
     let env = Env::any_user();
     let b = user_bundle(&env, "b", &["sh", "-c", "exit 3"]);
     let out = env.run(&["run", "--bundle", b.path(), &unique_id("rl")]);
@@ -289,10 +278,9 @@ fn user_run_and_delete_force() {
 /// ID"). delete kills the processes such a create leaves as a rule, not
 /// always (docs/rootless.md): the test kills any left itself.
 #[test]
+#[ignore = "runs as an ordinary user: root_runs_the_user_half_as_an_ordinary_user runs it"]
 fn user_delete_force_after_a_create_killed_after_its_fork() {
-    if !as_user() {
-        return;
-    }
+    require_user();
     let env = Env::any_user();
     let b = user_bundle(&env, "b", &["sleep", "100"]);
     for n in 0..30 {
@@ -316,10 +304,9 @@ fn user_delete_force_after_a_create_killed_after_its_fork() {
 /// A poststop hook of a container deleted with --force while running is
 /// told the status `stopped`, with or without a delegated cgroup.
 #[test]
+#[ignore = "runs as an ordinary user: root_runs_the_user_half_as_an_ordinary_user runs it"]
 fn user_poststop_hook_is_told_stopped() {
-    if !as_user() {
-        return;
-    }
+    require_user();
     let env = Env::any_user();
     let mut b = user_bundle(&env, "b", &["sleep", "100"]);
     let out = env.tmp.path().join("poststop.json");
@@ -339,10 +326,9 @@ fn user_poststop_hook_is_told_stopped() {
 }
 
 #[test]
+#[ignore = "runs as an ordinary user: root_runs_the_user_half_as_an_ordinary_user runs it"]
 fn user_spec_rootless_runs_as_it_is_and_limits_are_refused() {
-    if !as_user() {
-        return;
-    }
+    require_user();
     let env = Env::any_user();
     let b = env.bundle("b", &["true"]);
     fs::remove_file(b.dir.join("config.json")).unwrap();
@@ -388,10 +374,9 @@ fn gen_python<'a>(wd: &'a Path, bundle: &'a Path, code: &'a str) -> [&'a str; 9]
 }
 
 #[test]
+#[ignore = "runs as an ordinary user: root_runs_the_user_half_as_an_ordinary_user runs it"]
 fn user_gen_writes_a_bundle_that_runs() {
-    if !as_user() {
-        return;
-    }
+    require_user();
     let env = Env::any_user();
     let wd = env.tmp.path().join("work");
     fs::create_dir(&wd).unwrap();
@@ -411,10 +396,9 @@ fn user_gen_writes_a_bundle_that_runs() {
 }
 
 #[test]
+#[ignore = "runs as an ordinary user: root_runs_the_user_half_as_an_ordinary_user runs it"]
 fn user_default_state_root_is_under_xdg_runtime_dir() {
-    if !as_user() {
-        return;
-    }
+    require_user();
     let env = Env::any_user();
     let xdg = env.tmp.path().join("xdg");
     fs::create_dir(&xdg).unwrap();
@@ -430,12 +414,58 @@ fn user_default_state_root_is_under_xdg_runtime_dir() {
     assert!(!root.join("xdg-probe").exists());
 }
 
+// ---- The root half ----
+
+/// The user half, run by root as the ordinary user hack/setup-ci creates:
+/// this binary again with `--ignored`, from copies in a fresh 0755
+/// directory (the checkout may be closed to the user, e.g. under /root).
+#[test]
+fn root_runs_the_user_half_as_an_ordinary_user() {
+    require_root();
+    use std::os::unix::fs::PermissionsExt;
+    let (uid, gid) = ci_user();
+    let dir = tempfile::Builder::new()
+        .prefix("runsbx-rootless-")
+        .tempdir()
+        .unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let copy = |src: &Path, name: &str| {
+        let dst = dir.path().join(name);
+        fs::copy(src, &dst).unwrap();
+        fs::set_permissions(&dst, fs::Permissions::from_mode(0o755)).unwrap();
+        dst
+    };
+    let tests = copy(&std::env::current_exe().unwrap(), "rootless");
+    let runsbx = copy(&runsbx_bin(), "runsbx");
+    let probe = copy(&probe_bin(), "runsbx-probe");
+    let out = Command::new("setpriv")
+        .arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={gid}"))
+        .args([
+            "--clear-groups",
+            "--",
+            "env",
+            "-i",
+            "PATH=/usr/bin:/bin",
+            "LANG=C.UTF-8",
+        ])
+        .arg(format!("RUNSBX_BIN={}", runsbx.display()))
+        .arg(format!("RUNSBX_PROBE={}", probe.display()))
+        .arg(&tests)
+        .args(["--ignored", "--test-threads=2"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let report = format!("{}\n{}", stdout(&out), stderr_of(&out));
+    assert!(out.status.success(), "the user half failed:\n{report}");
+    assert!(
+        report.contains("test result: ok.") && !report.contains(" 0 passed"),
+        "the user half ran no test:\n{report}"
+    );
+}
+
 // ---- The root half: a host that forbids user namespaces ----
 
-/// Runs `args` as `user` inside a throwaway user namespace in which
-/// `user.max_user_namespaces` is 0 (root maps itself and the user, sets the
-/// sysctl there, then drops to the user): the kernel refuses any further
-/// user namespace, exactly as on a host with the sysctl at 0.
 /// The `--root` of a test user's runsbx: beside its workdir, never inside
 /// it (runsbx refuses a workdir that holds its state root), owned by it.
 fn user_state_root(user: (u32, u32), workdir: &Path) -> std::path::PathBuf {
@@ -448,6 +478,10 @@ fn user_state_root(user: (u32, u32), workdir: &Path) -> std::path::PathBuf {
     dir
 }
 
+/// Runs `args` as `user` inside a throwaway user namespace in which
+/// `user.max_user_namespaces` is 0 (root maps itself and the user, sets the
+/// sysctl there, then drops to the user): the kernel refuses any further
+/// user namespace, exactly as on a host with the sysctl at 0.
 fn blocked(user: (u32, u32), args: &[&str], workdir: &Path) -> Output {
     const SCRIPT: &str = r#"
 set -eu
@@ -487,9 +521,7 @@ exit $rc
 
 #[test]
 fn root_forbidden_user_namespaces_give_the_clear_error_and_no_userns_still_confines() {
-    if !as_root() {
-        return;
-    }
+    require_root();
     let user = ci_user();
     let env = Env::new();
     let wd = env.tmp.path().join("work");
@@ -719,9 +751,7 @@ fn v2_cgroup_of_a_process_in(dir: &Path) -> String {
 
 #[test]
 fn root_delegated_cgroup_v2_subtree_holds_the_container_and_is_cleaned_up() {
-    if !as_root() {
-        return;
-    }
+    require_root();
     let user = ci_user();
     let Some(deleg) = Delegated::make(user) else {
         panic!(

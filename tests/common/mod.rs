@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 /// The runsbx under test: `$RUNSBX_BIN` when set (hack/test runs the
-/// rootless suite as another user, from copies it can read), else cargo's.
+/// user half of tests/rootless.rs as another user, from copies it can read), else cargo's.
 pub fn runsbx_bin() -> PathBuf {
     std::env::var_os("RUNSBX_BIN")
         .map(PathBuf::from)
