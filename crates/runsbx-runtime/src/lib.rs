@@ -3,8 +3,9 @@
 //! brings init's errors back to the caller. docs/ARCHITECTURE.md maps the
 //! modules.
 //!
-//! Every `unsafe` block lives in [`sys`], one file per kernel interface,
-//! each with a `// SAFETY:` line; the compiler keeps it so.
+//! Every `unsafe` block lives in `sys`, one file per kernel interface,
+//! each with a `// SAFETY:` line; the compiler keeps it so. `sys` is private:
+//! the binary gets the few functions it needs, re-exported at the root.
 #![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -39,7 +40,13 @@ pub mod rootless;
 pub mod spec;
 pub mod supervise;
 #[allow(unsafe_code)]
-pub mod sys;
+mod sys;
 
 pub use container::{CreateOptions, ExecOptions, Executed, Owned, Runtime, StateView};
 pub use error::{Result, RuntimeError};
+// What the binary needs of the unsafe layer, and no more of it: the sealed
+// re-exec (CVE-2019-5736), SIGPIPE's default action, a pidfd sent over a
+// socket (`--pidfd-socket`).
+pub use sys::fds::default_sigpipe;
+pub use sys::pidfd::send as send_pidfd;
+pub use sys::sealed_exe::{is_sealed, reexec_sealed};

@@ -12,7 +12,7 @@
 //! or the namespace-less run of the landlock mode) is runsbx-runtime's
 //! `supervise`. A caller that runs containers must run from a sealed copy of
 //! its binary, as the `runsbx` binary re-executes itself (CVE-2019-5736:
-//! runsbx_runtime::sys::sealed_exe).
+//! runsbx_runtime::reexec_sealed).
 //!
 //! Generating a sandbox's config, without running it (`runsbx gen`):
 //!
@@ -54,6 +54,8 @@
 //! let outcome = run(&rt, sandbox, Supervision::default()).unwrap();
 //! assert_eq!(outcome.status, 0);
 //! ```
+
+#![forbid(unsafe_code)]
 
 mod error;
 pub mod selftest;

@@ -33,13 +33,13 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     if command.only_prints() {
-        runsbx_runtime::sys::fds::default_sigpipe();
+        runsbx_runtime::default_sigpipe();
     }
     // Commands whose processes a container could see run from a sealed
     // copy of this binary (CVE-2019-5736; see needs_sealed_binary). It comes
     // before anything else they do, and fails closed.
-    if command.needs_sealed_binary() && !runsbx_runtime::sys::sealed_exe::is_sealed() {
-        let err = runsbx_runtime::sys::sealed_exe::reexec_sealed();
+    if command.needs_sealed_binary() && !runsbx_runtime::is_sealed() {
+        let err = runsbx_runtime::reexec_sealed();
         print_error(&format!(
             "cannot run from a sealed copy of the binary: {err}"
         ));

@@ -25,7 +25,7 @@ pub fn options(id: &str, f: &CreateFlags, detach: bool) -> CreateOptions {
 pub fn run(ctx: &Ctx, a: Create) -> Result<()> {
     let c = ctx.rt.create(options(&a.id, &a.flags, true))?;
     if let (Some(sock), Some(pid)) = (&a.flags.pidfd_socket, c.pid()) {
-        runsbx_runtime::sys::pidfd::send(sock, pid)?;
+        runsbx_runtime::send_pidfd(sock, pid)?;
     }
     Ok(())
 }

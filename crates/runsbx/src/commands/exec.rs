@@ -72,7 +72,7 @@ pub fn run(ctx: &Ctx, a: Exec) -> Result<u8> {
     let executed = ctx.rt.exec(opts)?;
     let pid = executed.pid;
     if let Some(sock) = &pidfd_socket {
-        runsbx_runtime::sys::pidfd::send(sock, pid)?;
+        runsbx_runtime::send_pidfd(sock, pid)?;
     }
     if detach {
         return Ok(0);

@@ -68,7 +68,7 @@ fn default_root() -> PathBuf {
 
 impl Command {
     /// Whether this command must run from a sealed view of the binary
-    /// (CVE-2019-5736; see runsbx_runtime::sys::sealed_exe).
+    /// (CVE-2019-5736; see runsbx_runtime::reexec_sealed).
     ///
     /// The attack needs a container process that can see a runsbx process
     /// (its /proc/<pid>/exe) in its pid namespace:

@@ -41,7 +41,7 @@ fn detached(ctx: &Ctx, opts: CreateOptions, pidfd: Option<&Path>) -> Result<u8> 
 
 fn send_pidfd(c: &libcontainer::container::Container, sock: Option<&Path>) -> Result<()> {
     if let (Some(sock), Some(pid)) = (sock, c.pid()) {
-        runsbx_runtime::sys::pidfd::send(sock, pid)?;
+        runsbx_runtime::send_pidfd(sock, pid)?;
     }
     Ok(())
 }
