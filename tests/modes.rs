@@ -96,20 +96,25 @@ impl Matrix {
         dir
     }
 
-    /// `runsbx --root STATE ARGS` in the cell, with a clean environment;
-    /// stdout and stderr through files (Env::run_cmd).
-    fn run(&self, cell: (Mode, Who), args: &[&str]) -> Output {
-        let dir = self.dir(cell);
-        let mut cmd = match cell.1 {
-            Who::Root => Command::new("env"),
+    /// `program`, run as `who`.
+    fn as_invoker(&self, who: Who, program: &str) -> Command {
+        match who {
+            Who::Root => Command::new(program),
             Who::User => {
                 let mut c = Command::new("setpriv");
                 c.arg(format!("--reuid={}", self.user.0))
                     .arg(format!("--regid={}", self.user.1))
-                    .args(["--clear-groups", "--", "env"]);
+                    .args(["--clear-groups", "--", program]);
                 c
             }
-        };
+        }
+    }
+
+    /// `runsbx --root STATE ARGS` in the cell, with a clean environment;
+    /// stdout and stderr through files (Env::run_cmd).
+    fn run(&self, cell: (Mode, Who), args: &[&str]) -> Output {
+        let dir = self.dir(cell);
+        let mut cmd = self.as_invoker(cell.1, "env");
         cmd.args(["-i", "PATH=/usr/bin:/bin", "LANG=C.UTF-8"])
             .arg(format!("HOME={}", dir.join("tmp").display()))
             .arg(format!("TMPDIR={}", dir.join("tmp").display()))
@@ -275,16 +280,7 @@ fn the_probes_differ_between_cells_only_as_written() {
     let mut failures = Vec::new();
     for cell in CELLS {
         // A host process the invoker could signal itself.
-        let mut host = match cell.1 {
-            Who::Root => Command::new("sleep"),
-            Who::User => {
-                let mut c = Command::new("setpriv");
-                c.arg(format!("--reuid={}", m.user.0))
-                    .arg(format!("--regid={}", m.user.1))
-                    .args(["--clear-groups", "--", "sleep"]);
-                c
-            }
-        };
+        let mut host = m.as_invoker(cell.1, "sleep");
         let mut host = host.arg("300").spawn().unwrap();
         let pid = host.id().to_string();
         let out = m.sandbox(

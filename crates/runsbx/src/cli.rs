@@ -479,12 +479,10 @@ pub enum Profile {
     Jupyter,
 }
 
+/// What a generated sandbox holds besides CMD (`sandbox`, `gen`, and each
+/// session of `serve`).
 #[derive(Debug, Args)]
-pub struct SandboxFlags {
-    /// The one read-write directory (absolute; default: a fresh private
-    /// directory, removed afterwards). Also HOME, TMPDIR and the cwd.
-    #[arg(long, value_name = "DIR")]
-    pub workdir: Option<PathBuf>,
+pub struct InsideFlags {
     /// Also bind PATH read-only (and readable under Landlock); repeatable.
     #[arg(long, value_name = "PATH")]
     pub ro: Vec<PathBuf>,
@@ -495,6 +493,16 @@ pub struct SandboxFlags {
     /// repeatable. Defaults: NOFILE=1024, CORE=0.
     #[arg(long, value_name = "NAME=SOFT[:HARD]")]
     pub rlimit: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SandboxFlags {
+    /// The one read-write directory (absolute; default: a fresh private
+    /// directory, removed afterwards). Also HOME, TMPDIR and the cwd.
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+    #[command(flatten)]
+    pub inside: InsideFlags,
     /// The policy: `default`, or `jupyter` (unix stream sockets in the
     /// workdir, for a Jupyter kernel; see docs/sandbox.md).
     #[arg(long, value_enum, default_value_t = Profile::Default, value_name = "NAME")]
@@ -562,8 +570,8 @@ pub struct Serve {
     /// Sessions kept started and preloaded, ready for the next clients.
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub warm: usize,
-    /// Most sessions handed out at once; a client beyond them gets one
-    /// `refused` line.
+    /// Most sessions handed out at once, clients waiting for one counted;
+    /// a client beyond them gets one `refused` line.
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub max_sessions: usize,
     /// End a session this long after it is handed out (10s, 2m).
@@ -572,15 +580,9 @@ pub struct Serve {
     /// End a session whose interpreter's RSS exceeds SIZE (512M, 1G).
     #[arg(long, value_name = "SIZE")]
     pub rss_limit: Option<String>,
-    /// Also bind PATH read-only into every session; repeatable.
-    #[arg(long, value_name = "PATH")]
-    pub ro: Vec<PathBuf>,
-    /// Set an environment variable in every session (KEY=VALUE); repeatable.
-    #[arg(short, long, value_name = "KEY=VALUE")]
-    pub env: Vec<String>,
-    /// A resource limit for every session, NAME=SOFT[:HARD]; repeatable.
-    #[arg(long, value_name = "NAME=SOFT[:HARD]")]
-    pub rlimit: Vec<String>,
+    /// As `sandbox`'s, for every session.
+    #[command(flatten)]
+    pub inside: InsideFlags,
     /// Memory limit of each session's cgroup.
     #[arg(long, value_name = "SIZE")]
     pub memory: Option<String>,

@@ -40,9 +40,9 @@ impl From<&SandboxFlags> for SandboxRequest {
         SandboxRequest {
             command: f.command.clone(),
             workdir: f.workdir.clone(),
-            ro: f.ro.clone(),
-            env: f.env.clone(),
-            rlimits: f.rlimit.clone(),
+            ro: f.inside.ro.clone(),
+            env: f.inside.env.clone(),
+            rlimits: f.inside.rlimit.clone(),
             profile: profile(f.profile),
             state_root: None,
         }

@@ -26,13 +26,13 @@ pub fn run(ctx: &Ctx, a: Serve) -> Result<u8> {
         sandbox.push(name.to_string());
         sandbox.push(value);
     };
-    for p in &a.ro {
+    for p in &a.inside.ro {
         flag("--ro", p.display().to_string());
     }
-    for e in &a.env {
+    for e in &a.inside.env {
         flag("--env", e.clone());
     }
-    for r in &a.rlimit {
+    for r in &a.inside.rlimit {
         flag("--rlimit", r.clone());
     }
     if let Some(m) = &a.memory {
