@@ -4,6 +4,9 @@ Protocol (one JSON object per line each way):
   request:  {"code": "x = 2\nprint(x * 21)"}
   response: {"ok": true, "stdout": "42\n", "error": null, "truncated": false}
 
+When the code left matplotlib figures open, the answer also has "figures": a
+list of PNG images, base64, one per figure (each is then closed).
+
 Code runs with globals that persist between requests. stdout (and stderr)
 written while it runs are captured and cut to MAX_OUTPUT characters. An
 exception (including SyntaxError) answers ok=false with the traceback text in
@@ -70,7 +73,32 @@ def run(code, env):
         error = _cut("".join(traceback.format_exception(etype, value, frames)), MAX_ERROR)
     finally:
         sys.stdout, sys.stderr = saved
-    return {"ok": error is None, "stdout": out.getvalue(), "error": error, "truncated": out.truncated}
+    ans = {"ok": error is None, "stdout": out.getvalue(), "error": error, "truncated": out.truncated}
+    figures = _figures()
+    if figures:
+        ans["figures"] = figures
+    return ans
+
+
+def _figures():
+    """The open matplotlib figures as base64 PNGs, closed after; none when
+    the code never imported pyplot."""
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return []
+    import base64
+
+    out = []
+    try:
+        for n in plt.get_fignums():
+            buf = io.BytesIO()
+            plt.figure(n).savefig(buf, format="png")
+            out.append(base64.b64encode(buf.getvalue()).decode("ascii"))
+    except Exception:  # noqa: BLE001 - a figure that cannot render is left out
+        pass
+    finally:
+        plt.close("all")
+    return out
 
 
 def _private_reply_channel():

@@ -98,6 +98,8 @@ pub enum Command {
     Gen(Gen),
     /// Serve warm sandboxed Python REPL sessions on a unix socket.
     Serve(Serve),
+    /// An MCP server on stdio whose tools run Python in a sandboxed session.
+    Mcp(Mcp),
     /// Run the escape probe in a sandbox and fail unless every escape is blocked.
     Selftest(Selftest),
     /// Validate a bundle as `create` would, without creating anything, and
@@ -577,6 +579,13 @@ pub struct Serve {
     /// End a session this long after it is handed out (10s, 2m).
     #[arg(long, value_name = "DURATION")]
     pub session_timeout: Option<String>,
+    #[command(flatten)]
+    pub session: SessionFlags,
+}
+
+/// How each REPL session of `serve` and `mcp` is sandboxed.
+#[derive(Debug, Args)]
+pub struct SessionFlags {
     /// End a session whose interpreter's RSS exceeds SIZE (512M, 1G).
     #[arg(long, value_name = "SIZE")]
     pub rss_limit: Option<String>,
@@ -592,10 +601,23 @@ pub struct Serve {
     /// Each session's isolation, as `sandbox --isolation`.
     #[arg(long, value_enum, value_name = "MODE", default_value_t = Isolation::Auto)]
     pub isolation: Isolation,
-    /// The interpreter and its arguments; the server appends `-I` and the
-    /// REPL driver.
+    /// The interpreter and its arguments; runsbx appends `-I` and the REPL
+    /// driver.
     #[arg(required = true, last = true, value_name = "PYTHON")]
     pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct Mcp {
+    /// Python code the session runs when it starts (e.g. `import numpy,
+    /// pandas`).
+    #[arg(long, value_name = "CODE")]
+    pub preload: Option<String>,
+    /// End a call, and its session, that runs longer than this (10s, 2m).
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub call_timeout: String,
+    #[command(flatten)]
+    pub session: SessionFlags,
 }
 
 /// `--isolation` (see runsbx_runtime::isolation).

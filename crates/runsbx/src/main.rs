@@ -11,6 +11,7 @@ mod commands;
 mod config;
 mod flags;
 mod logging;
+mod mcp;
 mod serve;
 
 use std::process::ExitCode;

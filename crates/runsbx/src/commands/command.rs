@@ -45,6 +45,7 @@ impl Command {
             Command::Sandbox(_) => "sandbox",
             Command::Gen(_) => "gen",
             Command::Serve(_) => "serve",
+            Command::Mcp(_) => "mcp",
             Command::Selftest(_) => "selftest",
             Command::Check(_) => "check",
             Command::Kernelspec(_) => "kernelspec",

@@ -13,6 +13,7 @@ mod isolation;
 mod kernelspec;
 mod kill;
 mod list;
+mod mcp;
 mod pause;
 mod ps;
 mod run;
@@ -117,6 +118,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<u8> {
         Command::Sandbox(a) => sandbox::sandbox(ctx, a, mode.unwrap_or(Mode::Namespaces)),
         Command::Gen(a) => sandbox::gen(ctx, a).map(|_| 0),
         Command::Serve(a) => serve::run(ctx, a),
+        Command::Mcp(a) => mcp::run(ctx, a),
         Command::Selftest(a) => selftest::run(ctx, a, mode.unwrap_or(Mode::Namespaces)),
         Command::Check(a) => check::run(ctx, a).map(|_| 0),
         Command::Kernelspec(a) => kernelspec::run(a).map(|_| 0),

@@ -5,8 +5,8 @@ use anyhow::{Context, Result};
 use clap::ValueEnum;
 
 use super::Ctx;
-use crate::cli::Serve;
-use crate::serve::{self, Config};
+use crate::cli::{Serve, SessionFlags};
+use crate::serve::{self, Config, SessionConfig};
 
 pub fn run(ctx: &Ctx, a: Serve) -> Result<u8> {
     let session_timeout = a
@@ -17,6 +17,24 @@ pub fn run(ctx: &Ctx, a: Serve) -> Result<u8> {
                 .with_context(|| format!("--session-timeout {t:?}: not a duration"))
         })
         .transpose()?;
+    serve::run(
+        Config {
+            listen: a.listen,
+            warm: a.warm,
+            max_sessions: a.max_sessions,
+            session_timeout,
+        },
+        SessionConfig {
+            global: global_args(ctx),
+            sandbox: sandbox_args(&a.session)?,
+            python: a.session.command,
+            preload: a.preload,
+        },
+    )
+}
+
+/// The `sandbox` flags of each session.
+pub fn sandbox_args(a: &SessionFlags) -> Result<Vec<String>> {
     if let Some(s) = &a.rss_limit {
         runsbx_runtime::guard::parse_size(s)
             .with_context(|| format!("--rss-limit {s:?}: not a size"))?;
@@ -46,14 +64,10 @@ pub fn run(ctx: &Ctx, a: Serve) -> Result<u8> {
     }
     let mode = a.isolation.to_possible_value().expect("a value");
     flag("--isolation", mode.get_name().to_string());
-    serve::run(Config {
-        listen: a.listen,
-        global: vec!["--root".into(), ctx.rt.root.display().to_string()],
-        sandbox,
-        python: a.command,
-        preload: a.preload,
-        warm: a.warm,
-        max_sessions: a.max_sessions,
-        session_timeout,
-    })
+    Ok(sandbox)
+}
+
+/// runsbx's global flags for each session's `runsbx`.
+pub fn global_args(ctx: &Ctx) -> Vec<String> {
+    vec!["--root".into(), ctx.rt.root.display().to_string()]
 }

@@ -32,14 +32,14 @@ use anyhow::{bail, Context, Result};
 use nix::sys::signal::{SigSet, Signal};
 use serde_json::{json, Value};
 
-use session::{Killer, Session};
+pub use session::{Killer, Session};
 
 /// The REPL driver every session runs.
 const REPL: &str = include_str!("../../../../bundles/python-repl/repl.py");
 
-/// What the operator asked for (commands/serve.rs builds it from flags).
-pub struct Config {
-    pub listen: PathBuf,
+/// How each session is made (commands/serve.rs and commands/mcp.rs build
+/// it from flags).
+pub struct SessionConfig {
     /// runsbx's global flags for each session's `runsbx` (`--root`).
     pub global: Vec<String>,
     /// `sandbox` flags for each session, before `--`.
@@ -47,9 +47,78 @@ pub struct Config {
     /// The interpreter and its arguments.
     pub python: Vec<String>,
     pub preload: Option<String>,
+}
+
+/// What the operator asked of the server.
+pub struct Config {
+    pub listen: PathBuf,
     pub warm: usize,
     pub max_sessions: usize,
     pub session_timeout: Option<Duration>,
+}
+
+/// Starts sessions: the REPL driver written once to a private directory
+/// (removed with the factory), each session a `runsbx sandbox` of it.
+pub struct Factory {
+    config: SessionConfig,
+    exe: PathBuf,
+    repl: PathBuf,
+    _dir: tempfile::TempDir,
+    next_id: AtomicU64,
+}
+
+impl Factory {
+    pub fn new(config: SessionConfig) -> Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("runsbx-serve-")
+            .tempdir()
+            .context("private directory")?;
+        // The sandbox's nobody (root invoking) reads the driver through it.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
+        let repl = dir.path().join("repl.py");
+        std::fs::write(&repl, REPL).with_context(|| format!("write {}", repl.display()))?;
+        std::fs::set_permissions(&repl, std::fs::Permissions::from_mode(0o644))?;
+        Ok(Self {
+            config,
+            exe: std::env::current_exe().context("runsbx's own path")?,
+            repl,
+            _dir: dir,
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    /// A new session, its preload run.
+    pub fn start(&self) -> Result<Session> {
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let mut args = self.config.sandbox.clone();
+        args.push("--ro".into());
+        args.push(self.repl.display().to_string());
+        args.push("--".into());
+        args.extend(self.config.python.iter().cloned());
+        args.push("-I".into());
+        args.push(self.repl.display().to_string());
+        let mut s = Session::start(id, &self.exe, &self.config.global, &args)?;
+        if let Some(code) = &self.config.preload {
+            let answer = s.request(code);
+            let v: Value = answer
+                .as_deref()
+                .and_then(|a| serde_json::from_str(a).ok())
+                .unwrap_or_default();
+            if v["ok"] != true {
+                s.kill();
+                let outcome = s.finish();
+                let why = match v["error"].as_str() {
+                    Some(e) => e.trim_end().lines().last().unwrap_or(e).to_string(),
+                    None => outcome["reason"]
+                        .as_str()
+                        .unwrap_or("no answer")
+                        .to_string(),
+                };
+                bail!("--preload failed: {why}");
+            }
+        }
+        Ok(s)
+    }
 }
 
 struct Pool {
@@ -64,17 +133,15 @@ struct Pool {
 
 struct Server {
     config: Config,
-    exe: PathBuf,
-    repl: PathBuf,
+    factory: Factory,
     pool: Mutex<Pool>,
     changed: Condvar,
     stopping: AtomicBool,
-    next_id: AtomicU64,
 }
 
 /// Runs the server until SIGTERM or SIGINT; then ends every session and
 /// removes the socket. Returns the exit status.
-pub fn run(config: Config) -> Result<u8> {
+pub fn run(config: Config, sessions: SessionConfig) -> Result<u8> {
     if config.max_sessions == 0 || config.warm > config.max_sessions {
         bail!(
             "--warm {} --max-sessions {}: need 0 < --max-sessions and --warm <= --max-sessions",
@@ -95,16 +162,6 @@ pub fn run(config: Config) -> Result<u8> {
         .thread_block()
         .context("block SIGTERM, SIGINT and SIGPIPE")?;
 
-    let dir = tempfile::Builder::new()
-        .prefix("runsbx-serve-")
-        .tempdir()
-        .context("private directory")?;
-    // The sandbox's nobody (root invoking) reads the driver through it.
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
-    let repl = dir.path().join("repl.py");
-    std::fs::write(&repl, REPL).with_context(|| format!("write {}", repl.display()))?;
-    std::fs::set_permissions(&repl, std::fs::Permissions::from_mode(0o644))?;
-
     // Made 0600 from the start (no thread runs yet to share the umask):
     // another local user connecting would get a session on the operator's
     // account and limits.
@@ -115,8 +172,7 @@ pub fn run(config: Config) -> Result<u8> {
     let _socket = RemoveOnDrop(config.listen.clone());
 
     let server = Arc::new(Server {
-        exe: std::env::current_exe().context("runsbx's own path")?,
-        repl,
+        factory: Factory::new(sessions)?,
         pool: Mutex::new(Pool {
             warm: VecDeque::new(),
             live: HashMap::new(),
@@ -125,7 +181,6 @@ pub fn run(config: Config) -> Result<u8> {
         }),
         changed: Condvar::new(),
         stopping: AtomicBool::new(false),
-        next_id: AtomicU64::new(1),
         config,
     });
 
@@ -194,35 +249,7 @@ pub fn run(config: Config) -> Result<u8> {
 
 impl Server {
     fn start_session(&self) -> Result<Session> {
-        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
-        let mut args = self.config.sandbox.clone();
-        args.push("--ro".into());
-        args.push(self.repl.display().to_string());
-        args.push("--".into());
-        args.extend(self.config.python.iter().cloned());
-        args.push("-I".into());
-        args.push(self.repl.display().to_string());
-        let mut s = Session::start(id, &self.exe, &self.config.global, &args)?;
-        if let Some(code) = &self.config.preload {
-            let answer = s.request(code);
-            let v: Value = answer
-                .as_deref()
-                .and_then(|a| serde_json::from_str(a).ok())
-                .unwrap_or_default();
-            if v["ok"] != true {
-                s.kill();
-                let outcome = s.finish();
-                let why = match v["error"].as_str() {
-                    Some(e) => e.trim_end().lines().last().unwrap_or(e).to_string(),
-                    None => outcome["reason"]
-                        .as_str()
-                        .unwrap_or("no answer")
-                        .to_string(),
-                };
-                bail!("--preload failed: {why}");
-            }
-        }
-        Ok(s)
+        self.factory.start()
     }
 
     /// Keeps `warm` sessions ready (more while clients wait), never more
