@@ -107,14 +107,7 @@ impl Client {
         drop(self.stdin.take());
         let status = self.child.wait().unwrap();
         assert!(status.success(), "{status:?}");
-        assert_tmpdir_empty(&self.tmpdir);
-        let left: Vec<_> = self
-            .env
-            .state_entries()
-            .into_iter()
-            .filter(|e| e != ".discovery")
-            .collect();
-        assert!(left.is_empty(), "state left: {left:?}");
+        assert_no_leftovers(&self.env, &self.tmpdir);
     }
 }
 

@@ -86,14 +86,7 @@ impl Server {
         };
         assert!(status.success(), "{status:?}");
         assert!(!self.socket.exists(), "socket left");
-        assert_tmpdir_empty(&self.tmpdir);
-        let left: Vec<_> = self
-            .env
-            .state_entries()
-            .into_iter()
-            .filter(|e| e != ".discovery")
-            .collect();
-        assert!(left.is_empty(), "state left: {left:?}");
+        assert_no_leftovers(&self.env, &self.tmpdir);
     }
 }
 

@@ -728,6 +728,18 @@ pub fn assert_tmpdir_empty(tmp: &Path) {
     assert!(left.is_empty(), "left in TMPDIR: {left:?}");
 }
 
+/// Fails unless a run left nothing: `tmp` (its TMPDIR) is empty and the
+/// state root holds nothing but discovery's cache.
+pub fn assert_no_leftovers(env: &Env, tmp: &Path) {
+    assert_tmpdir_empty(tmp);
+    let left: Vec<_> = env
+        .state_entries()
+        .into_iter()
+        .filter(|e| e != ".discovery")
+        .collect();
+    assert!(left.is_empty(), "state left: {left:?}");
+}
+
 // ---- Escape targets on the host (tests/security.rs, tests/cve.rs) ----
 
 /// A host directory that a symlink in a rootfs aims at
