@@ -1,0 +1,326 @@
+"""Run Python code nobody vouched for in runsbx's sandbox, from Python.
+
+The wheel carries the runsbx binary (installed on the environment's PATH, next
+to its python); nothing is compiled at install time. Each call runs the code
+in a fresh sandbox: no network, no files outside a private working directory,
+no subprocesses, no capabilities (see runsbx's docs/sandbox.md).
+
+Run code once:
+
+>>> import runsbx
+>>> r = runsbx.run("print(6 * 7)", python="/usr/bin/python3")
+>>> r.stdout, r.outcome.reason, r.outcome.exit_code
+('42\\n', 'exited', 0)
+
+A failing program and a limit are outcomes, not exceptions:
+
+>>> runsbx.run("import sys; sys.exit(3)", python="/usr/bin/python3").outcome.exit_code
+3
+>>> runsbx.run("while True: pass", python="/usr/bin/python3", timeout="1s").outcome.reason
+'timeout'
+
+A session keeps its state between requests; its pid is the interpreter's own
+host PID (poll its RSS, or let ``rss_limit`` do it):
+
+>>> with runsbx.Session(python="/usr/bin/python3") as s:
+...     s.run("x = 6 * 7").ok
+...     s.run("print(x)").stdout
+...     s.run("1 / 0").error.splitlines()[-1]
+...     s.pid > 0
+True
+'42\\n'
+'ZeroDivisionError: division by zero'
+True
+>>> s.outcome.reason
+'exited'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import IO, Any, Dict, List, Mapping, Optional, Sequence
+
+__all__ = [
+    "Answer",
+    "Outcome",
+    "Result",
+    "SandboxError",
+    "Session",
+    "SessionEnded",
+    "binary",
+    "install_kernelspec",
+    "run",
+]
+
+
+class SandboxError(RuntimeError):
+    """runsbx could not run the code at all (a bad flag, a missing
+    interpreter, a layer of the sandbox that could not be set up); the
+    message is runsbx's own one-line error."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a sandboxed run ended, as ``runsbx sandbox --report`` writes it.
+
+    ``reason`` is one of ``exited``, ``signaled``, ``timeout``,
+    ``rss-limit``, ``oom`` and ``setup-failed``."""
+
+    reason: str
+    status: int
+    exit_code: Optional[int] = None
+    signal: Optional[int] = None
+    peak_rss_bytes: int = 0
+    wall_ms: int = 0
+    message: Optional[str] = None
+    isolation: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Outcome":
+        return cls(
+            reason=str(d.get("reason", "")),
+            status=int(d.get("status", 0)),
+            exit_code=d.get("exit_code"),
+            signal=d.get("signal"),
+            peak_rss_bytes=int(d.get("peak_rss_bytes", 0)),
+            wall_ms=int(d.get("wall_ms", 0)),
+            message=d.get("message"),
+            isolation=d.get("isolation"),
+        )
+
+
+@dataclass(frozen=True)
+class Result:
+    """What :func:`run` gives back."""
+
+    stdout: str
+    stderr: str
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One request's answer in a :class:`Session`."""
+
+    ok: bool
+    stdout: str
+    error: Optional[str]
+    truncated: bool
+    #: The matplotlib figures the code left open, as PNG bytes.
+    figures: List[bytes] = field(default_factory=list)
+
+
+class SessionEnded(RuntimeError):
+    """The session's interpreter ended (a limit, a crash) before it answered."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(f"the session ended: {outcome.reason}")
+        self.outcome = outcome
+
+
+def binary() -> str:
+    """The runsbx this package runs: ``$RUNSBX_BIN``, else the one the wheel
+    installed next to this environment's python, else ``runsbx`` on PATH."""
+    env = os.environ.get("RUNSBX_BIN")
+    if env:
+        return env
+    mine = os.path.join(sysconfig.get_path("scripts"), "runsbx")
+    if os.access(mine, os.X_OK):
+        return mine
+    found = shutil.which("runsbx")
+    if found is None:
+        raise SandboxError("runsbx not found: install the runsbx wheel, or set RUNSBX_BIN")
+    return found
+
+
+def _flags(
+    timeout: Optional[str],
+    rss_limit: Optional[str],
+    memory: Optional[str],
+    ro: Sequence[str],
+    env: Optional[Mapping[str, str]],
+    workdir: Optional[str],
+) -> List[str]:
+    flags: List[str] = []
+    if timeout is not None:
+        flags += ["--timeout", timeout]
+    if rss_limit is not None:
+        flags += ["--rss-limit", rss_limit]
+    if memory is not None:
+        flags += ["--memory", memory]
+    for path in ro:
+        flags += ["--ro", os.fspath(path)]
+    for key, value in (env or {}).items():
+        flags += ["--env", f"{key}={value}"]
+    if workdir is not None:
+        flags += ["--workdir", os.fspath(workdir)]
+    return flags
+
+
+def run(
+    code: str,
+    *,
+    python: str = "python3",
+    timeout: Optional[str] = None,
+    rss_limit: Optional[str] = None,
+    memory: Optional[str] = None,
+    ro: Sequence[str] = (),
+    env: Optional[Mapping[str, str]] = None,
+    workdir: Optional[str] = None,
+) -> Result:
+    """Runs ``python -c code`` in a fresh sandbox and waits for it.
+
+    ``timeout`` (``"10s"``), ``rss_limit`` and ``memory`` (``"512M"``) are
+    runsbx's limits; ``ro`` adds read-only paths, ``env`` variables;
+    ``workdir`` keeps files (default: a private directory, removed after).
+    Raises :class:`SandboxError` only when runsbx could not run the code."""
+    with tempfile.TemporaryDirectory(prefix="runsbx-py-") as tmp:
+        report = os.path.join(tmp, "report.json")
+        argv = [binary(), "sandbox", "--report", report]
+        argv += _flags(timeout, rss_limit, memory, ro, env, workdir)
+        argv += ["--", python, "-c", code]
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        try:
+            with open(report) as f:
+                outcome = Outcome.from_json(json.load(f))
+        except FileNotFoundError:
+            raise SandboxError(p.stderr.strip() or f"runsbx exited {p.returncode}") from None
+    if outcome.reason == "setup-failed":
+        raise SandboxError(outcome.message or p.stderr.strip())
+    return Result(stdout=p.stdout, stderr=p.stderr, outcome=outcome)
+
+
+class Session:
+    """A sandboxed Python interpreter that keeps its state between
+    :meth:`run` calls (runsbx's REPL driver under ``runsbx sandbox``).
+
+    Use it as a context manager, or call :meth:`close`; the sandbox, its
+    interpreter and its private working directory are gone after. The limits
+    are the session's: ``timeout`` counts from its start. runsbx's own
+    messages go to this process's stderr."""
+
+    def __init__(
+        self,
+        python: str = "python3",
+        *,
+        timeout: Optional[str] = None,
+        rss_limit: Optional[str] = None,
+        memory: Optional[str] = None,
+        ro: Sequence[str] = (),
+        env: Optional[Mapping[str, str]] = None,
+    ) -> None:
+        driver = str(resources.files(__name__).joinpath("_repl.py"))
+        env = {"MPLBACKEND": "Agg", **(env or {})}
+        read, write = os.pipe()
+        argv = [binary(), "sandbox", "--status-fd", str(write), "--ro", driver]
+        argv += _flags(timeout, rss_limit, memory, ro, env, None)
+        argv += ["--", python, "-I", driver]
+        try:
+            self._proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                pass_fds=(write,),
+                text=True,
+            )
+        finally:
+            os.close(write)
+        self._status: IO[str] = os.fdopen(read)
+        self._outcome: Optional[Outcome] = None
+        self.pid: int = 0
+        for line in self._status:
+            event: Dict[str, Any] = json.loads(line)
+            if event.get("event") == "start":
+                self.pid = int(event["pid"])
+                break
+            if event.get("event") == "exit":
+                self._finish(event)
+                raise SandboxError(event.get("message") or "the sandbox did not start")
+        else:
+            self._finish({})
+            raise SandboxError(f"runsbx exited {self._proc.returncode} before the session started")
+
+    def run(self, code: str) -> Answer:
+        """Runs ``code`` with the session's globals; raises
+        :class:`SessionEnded` if the interpreter ended instead of answering."""
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        try:
+            self._proc.stdin.write(json.dumps({"code": code}) + "\n")
+            self._proc.stdin.flush()
+            line = self._proc.stdout.readline()
+        except BrokenPipeError:
+            line = ""
+        if not line:
+            raise SessionEnded(self.close())
+        a = json.loads(line)
+        import base64
+
+        return Answer(
+            ok=bool(a["ok"]),
+            stdout=a["stdout"],
+            error=a["error"],
+            truncated=bool(a["truncated"]),
+            figures=[base64.b64decode(f) for f in a.get("figures", [])],
+        )
+
+    @property
+    def outcome(self) -> Optional[Outcome]:
+        """How the session ended; ``None`` while it runs."""
+        return self._outcome
+
+    def close(self) -> Outcome:
+        """Ends the session (EOF to the interpreter) and returns its outcome."""
+        if self._outcome is not None:
+            return self._outcome
+        if self._proc.stdin is not None:
+            try:
+                self._proc.stdin.close()
+            except BrokenPipeError:
+                pass
+        exit_event: Dict[str, Any] = {}
+        for line in self._status:
+            event = json.loads(line)
+            if event.get("event") == "exit":
+                exit_event = event
+        return self._finish(exit_event)
+
+    def _finish(self, exit_event: Mapping[str, Any]) -> Outcome:
+        self._proc.wait()
+        self._status.close()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+        self._outcome = Outcome.from_json(exit_event or {"reason": "exited", "status": self._proc.returncode})
+        return self._outcome
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def install_kernelspec(
+    directory: str,
+    *,
+    name: str = "Python (runsbx)",
+    python: str = "python3",
+    sandbox_flags: Sequence[str] = (),
+) -> str:
+    """Writes a Jupyter kernelspec directory whose kernel runs in runsbx's
+    sandbox (``runsbx kernelspec``); install it with ``jupyter kernelspec
+    install DIRECTORY``. ``python`` must import ipykernel. Returns the
+    kernel.json path."""
+    argv = [binary(), "kernelspec", "--name", name, "--python", python, os.fspath(directory)]
+    if sandbox_flags:
+        argv += ["--", *sandbox_flags]
+    p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SandboxError(p.stderr.strip())
+    return os.path.join(os.fspath(directory), "kernel.json")

@@ -1,0 +1,103 @@
+//! The Python package (packages/python): hack/build-wheel's wheel installed
+//! with pip into a fresh venv gives `runsbx` on the venv's PATH and
+//! `import runsbx`, whose docstring examples run as doctests.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+fn ok(cmd: &mut Command, what: &str) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what}: {:?}\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        stderr_of(&out)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_wheel_installs_the_binary_and_the_api_whose_examples_run() {
+    let env = Env::new();
+    require_file("/usr/lib/python3/dist-packages/matplotlib/__init__.py", "python3-matplotlib");
+    // The kernelspec's Python must import ipykernel: hack/setup-ci's venv.
+    require_file("/opt/runsbx-workloads/venv/bin/python", "the workload venv of hack/setup-ci");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = env.tmp.path().join("wheels");
+    let wheel = ok(
+        Command::new(repo.join("hack/build-wheel"))
+            .arg("--runsbx")
+            .arg(runsbx_bin())
+            .arg("--out")
+            .arg(&out),
+        "hack/build-wheel",
+    );
+    let wheel = wheel.trim();
+    let venv = env.tmp.path().join("venv");
+    ok(
+        Command::new("/usr/bin/python3").args(["-m", "venv"]).arg(&venv),
+        "python3 -m venv",
+    );
+    let bin = venv.join("bin");
+    ok(
+        Command::new(bin.join("pip"))
+            .args(["install", "--no-index", "--no-deps", "--quiet", wheel]),
+        "pip install",
+    );
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let python = |code: &str| {
+        let mut c = Command::new(bin.join("python"));
+        c.args(["-c", code])
+            .env_clear()
+            .env("PATH", &path)
+            .env("LANG", "C.UTF-8");
+        c
+    };
+
+    // The binary is on the venv's PATH, executable, and the API finds it.
+    let version = ok(Command::new(bin.join("runsbx")).arg("--version"), "runsbx --version");
+    assert!(version.starts_with("runsbx "), "{version}");
+    assert_eq!(
+        ok(&mut python("import runsbx; print(runsbx.binary())"), "binary()").trim(),
+        bin.join("runsbx").to_str().unwrap()
+    );
+    // Typed.
+    ok(
+        &mut python("import runsbx, importlib.resources as r; assert r.files('runsbx').joinpath('py.typed').is_file()"),
+        "py.typed",
+    );
+    // The docstring's examples.
+    ok(
+        &mut python("import doctest, runsbx, sys; r = doctest.testmod(runsbx); print(r); sys.exit(1 if r.failed or not r.attempted else 0)"),
+        "doctests",
+    );
+    // Figures, a limit ending a session, a setup error, the kernelspec.
+    let checks = r#"
+import runsbx, json, os, tempfile
+with runsbx.Session(python="/usr/bin/python3") as s:
+    a = s.run("import matplotlib.pyplot as plt\nplt.plot([1, 2])")
+    assert a.ok and len(a.figures) == 1 and a.figures[0].startswith(b"\x89PNG"), a
+with runsbx.Session(python="/usr/bin/python3", rss_limit="200M") as s:
+    try:
+        s.run("b = b'x' * (400 << 20)")
+        raise SystemExit("no SessionEnded")
+    except runsbx.SessionEnded as e:
+        assert e.outcome.reason == "rss-limit", e.outcome
+try:
+    runsbx.run("pass", python="/nonexistent")
+    raise SystemExit("no SandboxError")
+except runsbx.SandboxError as e:
+    assert "/nonexistent" in str(e), e
+d = tempfile.mkdtemp()
+k = runsbx.install_kernelspec(os.path.join(d, "py-sbx"), python="/opt/runsbx-workloads/venv/bin/python")
+assert json.load(open(k))["argv"][0].endswith("runsbx"), open(k).read()
+print("checks passed")
+"#;
+    let out = ok(&mut python(checks), "API checks");
+    assert!(out.contains("checks passed"), "{out}");
+}
