@@ -4,7 +4,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 
 use common::*;
@@ -198,4 +198,38 @@ fn a_call_past_a_limit_says_so_and_the_next_starts_fresh() {
     assert!(err && text.contains("rss-limit"), "{text}");
     assert_eq!(c.python("print(1)"), (false, "1\n".into(), vec![]));
     c.close();
+}
+
+/// The official MCP Python SDK (PyPI's `mcp`, in hack/setup-ci's venv) as
+/// the client: tests/mcp/client.py lists the tools, keeps state across
+/// calls, gets a figure as an image, sees a denied read, the escapes and a
+/// timeout as results; nothing is left after.
+#[test]
+fn the_official_python_sdk_drives_it() {
+    let venv = std::env::var_os("RUNSBX_MCP_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/opt/runsbx-mcp/venv"));
+    let python = venv.join("bin/python");
+    require_file(
+        python.to_str().unwrap(),
+        "mcp from PyPI (hack/setup-ci's venv)",
+    );
+    let env = Env::new();
+    let tmpdir = env.traversable_tmpdir();
+    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/mcp/client.py");
+    let out = std::process::Command::new(python)
+        .arg(client)
+        .arg(runsbx_bin())
+        .arg("--root")
+        .arg(&env.root)
+        .env("TMPDIR", &tmpdir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("client done"),
+        "{stdout}\n{}",
+        stderr_of(&out)
+    );
+    assert_no_leftovers(&env, &tmpdir);
 }

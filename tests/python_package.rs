@@ -24,9 +24,15 @@ fn ok(cmd: &mut Command, what: &str) -> String {
 #[test]
 fn the_wheel_installs_the_binary_and_the_api_whose_examples_run() {
     let env = Env::new();
-    require_file("/usr/lib/python3/dist-packages/matplotlib/__init__.py", "python3-matplotlib");
+    require_file(
+        "/usr/lib/python3/dist-packages/matplotlib/__init__.py",
+        "python3-matplotlib",
+    );
     // The kernelspec's Python must import ipykernel: hack/setup-ci's venv.
-    require_file("/opt/runsbx-workloads/venv/bin/python", "the workload venv of hack/setup-ci");
+    require_file(
+        "/opt/runsbx-workloads/venv/bin/python",
+        "the workload venv of hack/setup-ci",
+    );
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let out = env.tmp.path().join("wheels");
     let wheel = ok(
@@ -40,13 +46,20 @@ fn the_wheel_installs_the_binary_and_the_api_whose_examples_run() {
     let wheel = wheel.trim();
     let venv = env.tmp.path().join("venv");
     ok(
-        Command::new("/usr/bin/python3").args(["-m", "venv"]).arg(&venv),
+        Command::new("/usr/bin/python3")
+            .args(["-m", "venv"])
+            .arg(&venv),
         "python3 -m venv",
     );
     let bin = venv.join("bin");
     ok(
-        Command::new(bin.join("pip"))
-            .args(["install", "--no-index", "--no-deps", "--quiet", wheel]),
+        Command::new(bin.join("pip")).args([
+            "install",
+            "--no-index",
+            "--no-deps",
+            "--quiet",
+            wheel,
+        ]),
         "pip install",
     );
     let path = format!("{}:/usr/bin:/bin", bin.display());
@@ -60,10 +73,17 @@ fn the_wheel_installs_the_binary_and_the_api_whose_examples_run() {
     };
 
     // The binary is on the venv's PATH, executable, and the API finds it.
-    let version = ok(Command::new(bin.join("runsbx")).arg("--version"), "runsbx --version");
+    let version = ok(
+        Command::new(bin.join("runsbx")).arg("--version"),
+        "runsbx --version",
+    );
     assert!(version.starts_with("runsbx "), "{version}");
     assert_eq!(
-        ok(&mut python("import runsbx; print(runsbx.binary())"), "binary()").trim(),
+        ok(
+            &mut python("import runsbx; print(runsbx.binary())"),
+            "binary()"
+        )
+        .trim(),
         bin.join("runsbx").to_str().unwrap()
     );
     // Typed.
