@@ -96,12 +96,29 @@ fn the_wheel_installs_the_binary_and_the_api_whose_examples_run() {
         &mut python("import doctest, runsbx, sys; r = doctest.testmod(runsbx); print(r); sys.exit(1 if r.failed or not r.attempted else 0)"),
         "doctests",
     );
-    // Figures, a limit ending a session, a setup error, the kernelspec.
+    // Figures, the escapes, a limit ending a session, a setup error, the kernelspec.
     let checks = r#"
 import runsbx, json, os, tempfile
 with runsbx.Session(python="/usr/bin/python3") as s:
     a = s.run("import matplotlib.pyplot as plt\nplt.plot([1, 2])")
     assert a.ok and len(a.figures) == 1 and a.figures[0].startswith(b"\x89PNG"), a
+ESCAPES = """
+import os, socket
+def attempt(name, f):
+    try:
+        f()
+        print(name, "ALLOWED")
+    except OSError:
+        print(name, "refused")
+attempt("read-shadow", lambda: open("/etc/shadow").read())
+attempt("write-outside", lambda: open("/runsbx-py-escape", "w"))
+attempt("network", lambda: socket.create_connection(("1.1.1.1", 80), timeout=2))
+attempt("fork", lambda: os._exit(0) if os.fork() == 0 else None)
+attempt("exec", lambda: os.execv("/bin/sh", ["sh", "-c", "true"]))
+"""
+with runsbx.Session(python="/usr/bin/python3") as s:
+    lines = s.run(ESCAPES).stdout.split()
+    assert lines == [w for n in ["read-shadow", "write-outside", "network", "fork", "exec"] for w in (n, "refused")], lines
 with runsbx.Session(python="/usr/bin/python3", rss_limit="200M") as s:
     try:
         s.run("b = b'x' * (400 << 20)")

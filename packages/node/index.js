@@ -1,0 +1,123 @@
+"use strict";
+// A sandboxed Python REPL session for Node.js hosts: runsbx (the binary this package carries) runs
+// runsbx's REPL driver under `runsbx sandbox`; the workload's PID comes from --status-fd's start
+// event. The package adds nothing to the policy: it is runsbx's.
+
+const { spawn } = require("node:child_process");
+const path = require("node:path");
+const readline = require("node:readline");
+
+class SandboxUnavailableError extends Error {}
+
+class SessionEndedError extends Error {
+  constructor(outcome) {
+    super(`the session ended: ${outcome.reason}`);
+    this.outcome = outcome;
+  }
+}
+
+function binary() {
+  return process.env.RUNSBX_BIN || path.join(__dirname, "bin", "runsbx");
+}
+
+/** Lines of a stream, one promise each. */
+function lines(stream) {
+  const rl = readline.createInterface({ input: stream });
+  const queue = [];
+  const waiting = [];
+  let ended = false;
+  rl.on("line", (l) => (waiting.length ? waiting.shift()(l) : queue.push(l)));
+  rl.on("close", () => {
+    ended = true;
+    while (waiting.length) waiting.shift()(null);
+  });
+  return () =>
+    new Promise((resolve) => {
+      if (queue.length) resolve(queue.shift());
+      else if (ended) resolve(null);
+      else waiting.push(resolve);
+    });
+}
+
+class Session {
+  constructor(child, status, answers, pid, stderr) {
+    this._child = child;
+    this._status = status;
+    this._answers = answers;
+    this._stderr = stderr;
+    this.pid = pid;
+    this.outcome = null;
+    this._exited = new Promise((resolve) => child.on("close", resolve));
+  }
+
+  async run(code) {
+    if (this.outcome) throw new SessionEndedError(this.outcome);
+    this._child.stdin.write(JSON.stringify({ code }) + "\n");
+    const line = await this._answers();
+    if (line === null) throw new SessionEndedError(await this.close());
+    const a = JSON.parse(line);
+    return {
+      ok: a.ok,
+      stdout: a.stdout,
+      error: a.error,
+      truncated: a.truncated,
+      figures: (a.figures || []).map((f) => Buffer.from(f, "base64")),
+    };
+  }
+
+  async close() {
+    if (this.outcome) return this.outcome;
+    this._child.stdin.end();
+    let exit = null;
+    for (let l = await this._status(); l !== null; l = await this._status()) {
+      const e = JSON.parse(l);
+      if (e.event === "exit") exit = e;
+    }
+    await this._exited;
+    this.outcome = exit || { reason: "exited", status: this._child.exitCode, peak_rss_bytes: 0, wall_ms: 0 };
+    return this.outcome;
+  }
+}
+
+async function openSession(options = {}) {
+  const driver = path.join(__dirname, "repl.py");
+  const args = ["sandbox", "--status-fd", "3", "--ro", driver, "--env", "MPLBACKEND=Agg"];
+  if (options.rssLimit) args.push("--rss-limit", options.rssLimit);
+  if (options.timeout) args.push("--timeout", options.timeout);
+  if (options.memory) args.push("--memory", options.memory);
+  if (options.isolation) args.push("--isolation", options.isolation);
+  for (const p of options.ro || []) args.push("--ro", p);
+  for (const [k, v] of Object.entries(options.env || {})) args.push("--env", `${k}=${v}`);
+  args.push("--", options.python || "python3", "-I", driver);
+  const child = spawn(options.runsbx || binary(), args, {
+    stdio: ["pipe", "pipe", "pipe", "pipe"],
+    env: { PATH: process.env.PATH || "/usr/bin:/bin", TMPDIR: process.env.TMPDIR || "/tmp", LANG: "C.UTF-8" },
+  });
+  let stderr = "";
+  child.stderr.on("data", (d) => {
+    if (stderr.length < 65536) stderr += d;
+  });
+  const spawned = new Promise((resolve, reject) => {
+    child.on("spawn", resolve);
+    child.on("error", (e) => reject(new SandboxUnavailableError(`runsbx: ${e.message}`)));
+  });
+  await spawned;
+  const status = lines(child.stdio[3]);
+  // Fail closed: until runsbx says the workload started, nothing of the caller's ran; anything
+  // else is the sandbox not being there.
+  for (let l = await status(); ; l = await status()) {
+    if (l === null) {
+      await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.on("close", resolve)));
+      const why = stderr.split("\n").find((s) => s.startsWith("runsbx: error:")) || `runsbx exited ${child.exitCode}`;
+      throw new SandboxUnavailableError(why);
+    }
+    const e = JSON.parse(l);
+    if (e.event === "start") return new Session(child, status, lines(child.stdout), e.pid, () => stderr);
+    if (e.event === "exit") {
+      await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.on("close", resolve)));
+      throw new SandboxUnavailableError(e.message || stderr.trim());
+    }
+  }
+}
+
+module.exports = { openSession, binary, Session, SandboxUnavailableError, SessionEndedError };
