@@ -4,7 +4,7 @@
 //! running the REPL driver (bundles/python-repl/repl.py, carried in the
 //! binary) under the operator's interpreter, with the preload already run. A
 //! pool of such sessions is kept started; a connecting client gets one, a
-//! refill thread starts the next. Sessions share nothing but the binds every
+//! refill thread per CPU starts the next. Sessions share nothing but the binds every
 //! sandbox gets read-only: no process, no memory, no workdir; a session's
 //! supervision (signals, limits, reaping, cleanup) is `runsbx sandbox`'s
 //! own, tested path, and a session's crash takes no other with it.
@@ -127,8 +127,8 @@ struct Pool {
     live: HashMap<u64, Killer>,
     /// Clients waiting for a warm session.
     waiting: usize,
-    /// The refill thread is starting one.
-    starting: bool,
+    /// Sessions the refill threads are starting.
+    starting: usize,
 }
 
 struct Server {
@@ -177,7 +177,7 @@ pub fn run(config: Config, sessions: SessionConfig) -> Result<u8> {
             warm: VecDeque::new(),
             live: HashMap::new(),
             waiting: 0,
-            starting: false,
+            starting: 0,
         }),
         changed: Condvar::new(),
         stopping: AtomicBool::new(false),
@@ -190,10 +190,15 @@ pub fn run(config: Config, sessions: SessionConfig) -> Result<u8> {
         let first = server.start_session().context("the first session")?;
         server.pool.lock().unwrap().warm.push_back(first);
     }
-    let refill = {
-        let s = server.clone();
-        std::thread::spawn(move || s.refill())
-    };
+    // One refill thread per CPU (up to 4): a session's start is mostly its
+    // preload's imports, which run in parallel.
+    let refillers = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    let refill: Vec<_> = (0..refillers)
+        .map(|_| {
+            let s = server.clone();
+            std::thread::spawn(move || s.refill())
+        })
+        .collect();
     {
         let s = server.clone();
         let fd = listener.as_raw_fd();
@@ -243,7 +248,9 @@ pub fn run(config: Config, sessions: SessionConfig) -> Result<u8> {
     for c in clients {
         let _ = c.join();
     }
-    let _ = refill.join();
+    for r in refill {
+        let _ = r.join();
+    }
     Ok(0)
 }
 
@@ -253,7 +260,7 @@ impl Server {
     }
 
     /// Keeps `warm` sessions ready (more while clients wait), never more
-    /// than `max_sessions` alive. A failed start is retried with a growing
+    /// than `max_sessions` + `warm` alive. A failed start is retried with a growing
     /// pause, said once per failure on stderr.
     fn refill(&self) {
         let mut pause = Duration::from_millis(100);
@@ -264,18 +271,22 @@ impl Server {
                     if self.stopping.load(Ordering::SeqCst) {
                         return;
                     }
-                    let alive = pool.warm.len() + pool.live.len();
-                    let want = self.config.warm.max(pool.waiting.min(1) + pool.warm.len());
-                    if pool.warm.len() < want && alive < self.config.max_sessions {
+                    // Warm or on the way: enough for --warm, or for every
+                    // client waiting; never more than --max-sessions beyond
+                    // --warm alive.
+                    let ready = pool.warm.len() + pool.starting;
+                    let alive = ready + pool.live.len();
+                    let want = self.config.warm.max(pool.waiting);
+                    if ready < want && alive < self.config.max_sessions + self.config.warm {
                         break;
                     }
                     pool = self.changed.wait(pool).unwrap();
                 }
-                pool.starting = true;
+                pool.starting += 1;
             }
             let started = self.start_session();
             let mut pool = self.pool.lock().unwrap();
-            pool.starting = false;
+            pool.starting -= 1;
             match started {
                 Ok(s) if self.stopping.load(Ordering::SeqCst) => {
                     drop(pool);
