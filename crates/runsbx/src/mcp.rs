@@ -1,7 +1,7 @@
 //! `runsbx mcp`: an MCP server over stdio whose tools run Python in one
 //! sandboxed session (a `runsbx sandbox` of the REPL driver, as a session of
-//! `serve`), kept across calls, started on the first call and again after
-//! `restart_python` or a limit.
+//! `serve`), kept across calls, started in the background when the server
+//! starts and again after `restart_python` or a limit.
 //!
 //! Tools: `run_python` (stdout, the error, and every matplotlib figure as an
 //! image), `restart_python`, `list_files` and `read_file` (the session's
@@ -40,6 +40,8 @@ struct Inner {
     factory: Factory,
     session: Mutex<Option<Session>>,
     call_timeout: Option<Duration>,
+    /// The client went: no session is started any more.
+    closing: AtomicBool,
 }
 
 #[derive(Clone)]
@@ -55,10 +57,12 @@ pub fn run(factory: Factory, call_timeout: Option<Duration>) -> Result<u8> {
             factory,
             session: Mutex::new(None),
             call_timeout,
+            closing: AtomicBool::new(false),
         }),
         tool_router: Mcp::tool_router(),
     };
     let inner = server.inner.clone();
+    Inner::warm_up(inner.clone());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -71,6 +75,7 @@ pub fn run(factory: Factory, call_timeout: Option<Duration>) -> Result<u8> {
         service.waiting().await.context("MCP service")?;
         anyhow::Ok(())
     })?;
+    inner.closing.store(true, Ordering::SeqCst);
     inner.end();
     Ok(0)
 }
@@ -150,9 +155,22 @@ impl Mcp {
         F: FnOnce(&Inner) -> CallToolResult + Send + 'static,
     {
         let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || f(&inner))
-            .await
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+        tokio::task::spawn_blocking(move || {
+            let result = f(&inner);
+            // The call ended the session (restart_python, a limit): the next
+            // one is made now, not when it is asked for.
+            if inner
+                .session
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_none()
+            {
+                Inner::warm_up(inner.clone());
+            }
+            result
+        })
+        .await
+        .map_err(|e| ErrorData::internal_error(e.to_string(), None))
     }
 }
 
@@ -162,6 +180,19 @@ enum Answer {
 }
 
 impl Inner {
+    /// Starts the next session in the background, so that the first call
+    /// after the server starts, a restart or a limit finds it warm. A call
+    /// made meanwhile waits for it; a start that fails is tried again, and
+    /// reported, by the next call.
+    fn warm_up(inner: Arc<Self>) {
+        std::thread::spawn(move || {
+            let mut guard = inner.session.lock().unwrap_or_else(|e| e.into_inner());
+            if guard.is_none() && !inner.closing.load(Ordering::SeqCst) {
+                *guard = inner.factory.start().ok();
+            }
+        });
+    }
+
     fn end(&self) {
         if let Some(s) = self
             .session
