@@ -184,7 +184,20 @@ impl SandboxExecutor {
             .map(|a| CString::new(a.as_bytes()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|_| "exec: process.args contains a NUL byte".to_string())?;
+        let err = self.seal(&mut Kernel, &cpath, &cargs)?;
+        Err(format!("exec {}: {err}", path.display()))
+    }
 
+    /// The last steps before the workload, in their order: no_new_privs
+    /// (unless CAP_SYS_ADMIN was kept instead), the seccomp filter, the
+    /// kept capability given back, exec. Returns exec's error; an earlier
+    /// step's failure stops here, before the workload runs.
+    fn seal<S: Steps>(
+        &self,
+        steps: &mut S,
+        path: &CString,
+        args: &[CString],
+    ) -> Result<String, String> {
         if let Some(program) = &self.seccomp {
             // seccomp(2) needs no_new_privs or CAP_SYS_ADMIN. Without
             // `without_nnp` (a process that asks for no_new_privs, or
@@ -192,7 +205,8 @@ impl SandboxExecutor {
             // CAP_SYS_ADMIN through libcontainer's capability drop for this
             // one call (nnp.rs), so setuid programs inside work as under runc.
             if self.without_nnp.is_none() {
-                nix::sys::prctl::set_no_new_privs()
+                steps
+                    .no_new_privs()
                     .map_err(|e| format!("seccomp: setting no_new_privs: {e}"))?;
             }
             let mut program = std::borrow::Cow::Borrowed(program);
@@ -200,22 +214,53 @@ impl SandboxExecutor {
                 // Every non-allow answer goes to audit, with pid and syscall.
                 program.to_mut().flags |= libc::SECCOMP_FILTER_FLAG_LOG as u32;
             }
-            crate::sys::seccomp::load(&program)
+            steps
+                .load_filter(&program)
                 .map_err(|e| format!("seccomp: loading the filter: {e}"))?;
         }
         // Outside the seccomp branch: whatever kept CAP_SYS_ADMIN, it never
         // reaches the workload's execve (nnp.rs says why it could not
         // survive it anyway).
-        if let Some(kept) = self.without_nnp {
-            kept.give_back().map_err(|e| {
+        if let Some(kept) = &self.without_nnp {
+            steps.give_back(kept).map_err(|e| {
                 format!(
                     "seccomp: dropping the CAP_SYS_ADMIN kept to load the filter without \
                      no_new_privs: {e} (the profile must allow capset, as under runc)"
                 )
             })?;
         }
-        let err = nix::unistd::execv(&cpath, &cargs).unwrap_err();
-        Err(format!("exec {}: {}", path.display(), err.desc()))
+        Ok(steps.exec(path, args))
+    }
+}
+
+/// What `seal` does to the process, one method a step: the kernel's in
+/// init, a recording double in the unit tests (the order is what they
+/// check; no root needed).
+trait Steps {
+    fn no_new_privs(&mut self) -> Result<(), String>;
+    fn load_filter(&mut self, program: &SeccompProgram) -> Result<(), String>;
+    fn give_back(&mut self, kept: &crate::nnp::Kept) -> Result<(), String>;
+    /// Returns only when exec failed, with why.
+    fn exec(&mut self, path: &CString, args: &[CString]) -> String;
+}
+
+struct Kernel;
+
+impl Steps for Kernel {
+    fn no_new_privs(&mut self) -> Result<(), String> {
+        nix::sys::prctl::set_no_new_privs().map_err(|e| e.to_string())
+    }
+    fn load_filter(&mut self, program: &SeccompProgram) -> Result<(), String> {
+        crate::sys::seccomp::load(program).map_err(|e| e.to_string())
+    }
+    fn give_back(&mut self, kept: &crate::nnp::Kept) -> Result<(), String> {
+        (*kept).give_back().map_err(|e| e.to_string())
+    }
+    fn exec(&mut self, path: &CString, args: &[CString]) -> String {
+        nix::unistd::execv(path, args)
+            .unwrap_err()
+            .desc()
+            .to_string()
     }
 }
 
@@ -312,8 +357,129 @@ fn check_executable(path: &Path) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::check_proc_root;
-    use std::path::Path;
+    use super::*;
+
+    /// Records each step; `fail` names the step that fails.
+    #[derive(Default)]
+    struct Recorder {
+        steps: Vec<String>,
+        fail: Option<&'static str>,
+    }
+
+    impl Recorder {
+        fn step(&mut self, name: &str) -> Result<(), String> {
+            self.steps.push(name.to_string());
+            match self.fail {
+                Some(f) if f == name => Err("refused".into()),
+                _ => Ok(()),
+            }
+        }
+    }
+
+    impl Steps for Recorder {
+        fn no_new_privs(&mut self) -> Result<(), String> {
+            self.step("no_new_privs")
+        }
+        fn load_filter(&mut self, program: &SeccompProgram) -> Result<(), String> {
+            let logged = program.flags & libc::SECCOMP_FILTER_FLAG_LOG as u32 != 0;
+            self.step(if logged {
+                "load_filter(log)"
+            } else {
+                "load_filter"
+            })
+        }
+        fn give_back(&mut self, _: &crate::nnp::Kept) -> Result<(), String> {
+            self.step("give_back")
+        }
+        fn exec(&mut self, _: &CString, _: &[CString]) -> String {
+            self.steps.push("exec".into());
+            "no such file".into()
+        }
+    }
+
+    fn seal(
+        exec: &SandboxExecutor,
+        fail: Option<&'static str>,
+    ) -> (Vec<String>, Result<String, String>) {
+        let mut r = Recorder {
+            fail,
+            ..Default::default()
+        };
+        let path = CString::new("/bin/true").unwrap();
+        let result = exec.seal(&mut r, &path, std::slice::from_ref(&path));
+        (r.steps, result)
+    }
+
+    fn filter() -> Option<SeccompProgram> {
+        Some(SeccompProgram {
+            filters: Vec::new(),
+            flags: 0,
+            unknown_syscalls: Vec::new(),
+        })
+    }
+
+    #[test]
+    fn no_new_privs_then_the_filter_then_exec() {
+        let e = SandboxExecutor::new(filter(), vec![]);
+        assert_eq!(
+            seal(&e, None),
+            (
+                vec!["no_new_privs".into(), "load_filter".into(), "exec".into()],
+                Ok("no such file".into())
+            )
+        );
+        let logged = SandboxExecutor {
+            log_denials: true,
+            ..SandboxExecutor::new(filter(), vec![])
+        };
+        assert_eq!(
+            seal(&logged, None).0,
+            ["no_new_privs", "load_filter(log)", "exec"]
+        );
+        // No filter: nothing before exec.
+        assert_eq!(seal(&SandboxExecutor::default(), None).0, ["exec"]);
+    }
+
+    #[test]
+    fn a_kept_cap_sys_admin_replaces_no_new_privs_and_is_given_back_before_exec() {
+        let kept = crate::nnp::Kept {
+            effective: true,
+            permitted: true,
+        };
+        let e = SandboxExecutor {
+            without_nnp: Some(kept),
+            ..SandboxExecutor::new(filter(), vec![])
+        };
+        assert_eq!(seal(&e, None).0, ["load_filter", "give_back", "exec"]);
+        // Kept without a filter to load: still given back.
+        let e = SandboxExecutor {
+            without_nnp: Some(kept),
+            ..SandboxExecutor::default()
+        };
+        assert_eq!(seal(&e, None).0, ["give_back", "exec"]);
+    }
+
+    /// Stops: a workload that runs without a layer because setting it up
+    /// failed. Each failure ends the sequence before exec, naming the step.
+    #[test]
+    fn a_failed_step_stops_before_exec() {
+        let e = SandboxExecutor::new(filter(), vec![]);
+        let (steps, r) = seal(&e, Some("no_new_privs"));
+        assert_eq!(steps, ["no_new_privs"]);
+        assert_eq!(r.unwrap_err(), "seccomp: setting no_new_privs: refused");
+        let (steps, r) = seal(&e, Some("load_filter"));
+        assert_eq!(steps, ["no_new_privs", "load_filter"]);
+        assert_eq!(r.unwrap_err(), "seccomp: loading the filter: refused");
+        let kept = SandboxExecutor {
+            without_nnp: Some(crate::nnp::Kept::default()),
+            ..SandboxExecutor::new(filter(), vec![])
+        };
+        let (steps, r) = seal(&kept, Some("give_back"));
+        assert_eq!(steps, ["load_filter", "give_back"]);
+        assert!(r
+            .unwrap_err()
+            .starts_with("seccomp: dropping the CAP_SYS_ADMIN kept"));
+    }
 
     #[test]
     fn only_a_procfs_root_passes_for_proc() {
