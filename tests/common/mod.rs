@@ -728,6 +728,36 @@ pub fn assert_tmpdir_empty(tmp: &Path) {
     assert!(left.is_empty(), "left in TMPDIR: {left:?}");
 }
 
+/// The escape attempts each interface's test runs inside a session.
+pub const SESSION_ESCAPES: &str = include_str!("session_escapes.py");
+
+/// Fails unless `out` (what SESSION_ESCAPES printed) says every attempt
+/// was refused, one line each.
+pub fn assert_session_escapes_refused(out: &str) {
+    let attempts = SESSION_ESCAPES
+        .lines()
+        .filter(|l| l.starts_with("attempt(\""))
+        .count();
+    assert_eq!(out.lines().count(), attempts, "{out}");
+    for line in out.lines() {
+        assert!(line.ends_with(" refused"), "{line}\n{out}");
+    }
+}
+
+/// Runs `cmd` and fails, naming `what` with its output, unless it exits 0;
+/// returns its stdout.
+pub fn run_ok(cmd: &mut Command, what: &str) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what}: {:?}\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        stderr_of(&out)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Fails unless a run left nothing: `tmp` (its TMPDIR) is empty and the
 /// state root holds nothing but discovery's cache.
 pub fn assert_no_leftovers(env: &Env, tmp: &Path) {
