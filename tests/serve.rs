@@ -18,6 +18,8 @@ struct Server {
     child: Child,
     socket: PathBuf,
     tmpdir: PathBuf,
+    /// The server's stderr, shown when a test fails on it.
+    log: PathBuf,
 }
 
 impl Server {
@@ -25,6 +27,7 @@ impl Server {
         let env = Env::new();
         let tmpdir = env.traversable_tmpdir();
         let socket = env.tmp.path().join("serve.sock");
+        let log = env.tmp.path().join("serve.log");
         let child = env
             .cmd()
             .env("TMPDIR", &tmpdir)
@@ -34,7 +37,7 @@ impl Server {
             .args(flags)
             .args(["--", "/usr/bin/python3"])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(fs::File::create(&log).unwrap())
             .spawn()
             .unwrap();
         let s = Self {
@@ -42,6 +45,7 @@ impl Server {
             child,
             socket,
             tmpdir,
+            log,
         };
         let deadline = Instant::now() + Duration::from_secs(60);
         while !s.socket.exists() {
@@ -52,7 +56,10 @@ impl Server {
     }
 
     fn connect(&self) -> (Client, Value) {
-        let stream = UnixStream::connect(&self.socket).unwrap();
+        let stream = UnixStream::connect(&self.socket).unwrap_or_else(|e| {
+            let log = fs::read_to_string(&self.log).unwrap_or_default();
+            panic!("connect: {e}; the server said:\n{log}")
+        });
         stream
             .set_read_timeout(Some(Duration::from_secs(60)))
             .unwrap();
@@ -309,4 +316,31 @@ fn a_failing_preload_fails_the_server_with_one_line() {
         "{err}"
     );
     assert!(!socket.exists());
+}
+
+#[test]
+fn an_existing_listen_path_is_refused_and_kept() {
+    let env = Env::new();
+    let socket = env.tmp.path().join("serve.sock");
+    fs::write(&socket, "not a socket").unwrap();
+    let out = env.run_cmd(
+        env.cmd()
+            .arg("serve")
+            .arg("--listen")
+            .arg(&socket)
+            .args(["--", "/usr/bin/python3"]),
+    );
+    assert!(!out.status.success());
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("--listen") && err.contains("File exists"),
+        "{err}"
+    );
+    assert_eq!(fs::read_to_string(&socket).unwrap(), "not a socket");
+    let left: Vec<_> = fs::read_dir(env.tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().contains(".binding"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }

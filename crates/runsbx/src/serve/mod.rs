@@ -23,7 +23,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -166,7 +166,7 @@ pub fn run(config: Config, sessions: SessionConfig) -> Result<u8> {
     // another local user connecting would get a session on the operator's
     // account and limits.
     let umask = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o177));
-    let bound = UnixListener::bind(&config.listen);
+    let bound = listen(&config.listen);
     nix::sys::stat::umask(umask);
     let listener = bound.with_context(|| format!("--listen {}", config.listen.display()))?;
     let _socket = RemoveOnDrop(config.listen.clone());
@@ -472,6 +472,32 @@ enum End {
     Workload,
     Timeout,
     Stopping,
+}
+
+/// A listening socket that appears at `path` only once it listens: bound
+/// at a private name beside it, then renamed into place, so a client that
+/// waits for the path to exist never connects between bind(2) and
+/// listen(2) (ECONNREFUSED). An existing `path` is refused, never replaced.
+fn listen(path: &Path) -> std::io::Result<UnixListener> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "no file name"))?;
+    let mut private = name.to_os_string();
+    private.push(format!(".{}.binding", std::process::id()));
+    let private = path.with_file_name(private);
+    let listener = UnixListener::bind(&private)?;
+    let placed = nix::fcntl::renameat2(
+        None,
+        &private,
+        None,
+        path,
+        nix::fcntl::RenameFlags::RENAME_NOREPLACE,
+    );
+    if let Err(e) = placed {
+        let _ = std::fs::remove_file(&private);
+        return Err(e.into());
+    }
+    Ok(listener)
 }
 
 struct RemoveOnDrop(PathBuf);
