@@ -1,11 +1,9 @@
 //! Bad input: one clear error line, a non-zero exit, and nothing left
 //! behind (no state dir, cgroup or process).
 
-mod common;
-
 use std::fs;
 
-use common::*;
+use crate::common::*;
 
 fn assert_clean(env: &Env, id: &str) {
     let left: Vec<String> = env.state_entries();

@@ -2,13 +2,11 @@
 //! weak bundles warned about, and every bundle `create` refuses refused by
 //! `check` with the same message, with nothing created.
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 use std::process::Output;
 
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 
 const NOBODY: u32 = 65534;

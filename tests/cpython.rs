@@ -7,12 +7,10 @@
 //! a lost test. Debian's libpython3.11-testsuite (hack/setup-ci) provides the
 //! tests. About 15 minutes on two cores.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 #[test]
 fn cpython_regression_tests_pass_in_the_sandbox_as_outside() {

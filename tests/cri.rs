@@ -13,9 +13,7 @@
 //! plugins, umoci, busybox-static, gcc (hack/setup-ci installs them); a missing
 //! one fails with its name.
 
-mod common;
 #[macro_use]
-#[path = "cri/node.rs"]
 mod node;
 
 use std::fs;
@@ -27,7 +25,7 @@ use k8s_cri::v1 as cri;
 use k8s_cri::v1::security_profile::ProfileType;
 use k8s_cri::v1::{ContainerState, PodSandboxState};
 
-use common::*;
+use crate::common::*;
 use node::*;
 
 /// One pod through every call a kubelet makes for it, under runsbx, on the

@@ -17,8 +17,6 @@
 //! never written; writes that an attack redirects land in fake files the
 //! test made.
 
-mod common;
-
 use std::fmt::Write as _;
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -31,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use common::*;
+use crate::common::*;
 
 // ---- Two runtimes, one harness ----
 

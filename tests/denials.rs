@@ -6,13 +6,11 @@
 //! it in hack/setup-ci (hack/audit-enable). A host where it is off fails
 //! these tests with runsbx's own note saying so.
 
-mod common;
-
 use std::fs;
 
 use serde_json::{json, Value};
 
-use common::*;
+use crate::common::*;
 
 /// runsbx's lines about denials (its stderr, minus anything else).
 fn denial_lines(stderr: &str) -> Vec<String> {

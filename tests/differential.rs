@@ -3,14 +3,12 @@
 //! the shape of `list --format json`. Each runtime has its own state root
 //! under the test's temp dir; runc containers are force-deleted at the end.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// Keys runsbx adds to runc's `state`/`list` objects on purpose. runsbx may

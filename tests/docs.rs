@@ -15,7 +15,6 @@
 //! A heading may name several spellings (`-b`, `--bundle`); the long names
 //! are what is compared.
 
-mod common;
 mod readme;
 
 use std::collections::BTreeSet;
@@ -353,7 +352,7 @@ fn install(from: &Path, to: &Path) {
 /// as the README says it works.
 #[test]
 fn readme_commands_do_what_the_readme_says() {
-    common::require_root();
+    crate::common::require_root();
     let text = std::fs::read_to_string(repo().join("README.md")).unwrap();
     let lines = readme::readme_lines(&text);
     assert!(
@@ -383,9 +382,9 @@ fn readme_commands_do_what_the_readme_says() {
     let clone = top.path().join("runsbx");
     copy_tree(&clone);
     let bin = clone.join("target/x86_64-unknown-linux-gnu/release/runsbx");
-    install(&common::runsbx_bin(), &bin);
+    install(&crate::common::runsbx_bin(), &bin);
     install(
-        &common::probe_bin(),
+        &crate::common::probe_bin(),
         &clone.join("target/probe/runsbx-probe"),
     );
     let script = top.path().join("readme.sh");

@@ -9,15 +9,13 @@
 //! Needs root and Debian's podman, conmon, containerd, umoci, busybox-static,
 //! runc (hack/setup-ci installs them); a missing one fails with its name.
 
-mod common;
-
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

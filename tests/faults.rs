@@ -3,14 +3,12 @@
 //! each, `delete --force` and `list` must recover and nothing may be left:
 //! no state dir, no cgroup, no process.
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 

@@ -1,14 +1,12 @@
 //! Supervision: the workload's PID, the RSS ceiling, the wall-clock
 //! timeout, cgroup limits, the outcome report, fd hygiene and `selftest`.
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn report(env: &Env, flags: &[&str], cmd: &[&str]) -> (Option<i32>, Value) {

@@ -6,13 +6,11 @@
 //! past its `timeout` is killed. Hooks are host shell scripts that save
 //! their stdin (the state) under the test's temp dir.
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 
 /// A hook running `script` in the host's sh.

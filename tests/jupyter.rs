@@ -6,14 +6,12 @@
 //! (tests/workloads/requirements.txt pins ipykernel, jupyter_client,
 //! nbclient).
 
-mod common;
-
 use std::fs;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 fn venv() -> PathBuf {
     let venv = std::env::var_os("RUNSBX_WORKLOAD_VENV")

@@ -9,8 +9,6 @@
 //! `/w/{a,b,c,d}/f` (writable dirs on the same mount, so a rename between
 //! them reaches Landlock instead of the VFS's cross-mount EXDEV).
 
-mod common;
-
 use std::fs;
 use std::io::Read;
 use std::os::linux::net::SocketAddrExt;
@@ -23,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use common::*;
+use crate::common::*;
 
 /// Every filesystem right of ABI 5: a policy handling all of them denies
 /// anything no rule grants.

@@ -1,14 +1,12 @@
 //! The runc command line, driven end to end: create, start, state, kill,
 //! delete, run, exec, pause, resume, list, ps.
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 #[test]
 fn create_start_kill_delete() {

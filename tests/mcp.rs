@@ -1,13 +1,11 @@
 //! `runsbx mcp`: an MCP client written here, speaking JSON-RPC over the
 //! server's stdio as Claude Code, Cursor or any MCP client does.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 
 struct Client {

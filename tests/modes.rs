@@ -6,15 +6,13 @@
 //! table says the same. Each test runs all four cells and fails with every
 //! cell's mismatches, not only the first.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::*;
+use crate::common::*;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Mode {

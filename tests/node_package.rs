@@ -3,13 +3,11 @@
 //! state, its PID, figures, the RSS ceiling, the escapes, and the fail-closed
 //! cases (SandboxUnavailableError before any workload runs).
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 const SCRIPT: &str = r#"
 const assert = require("node:assert");

@@ -2,12 +2,10 @@
 //! CPython's and numpy's own test suites found missing, each replayed from a
 //! plain `python3 -c`.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 
-use common::*;
+use crate::common::*;
 
 /// Reclaims unused dentries and inodes, as the kernel's shrinkers do under
 /// memory pressure (`drop_caches` 2 runs the same prune of the dcache and the

@@ -2,12 +2,10 @@
 //! with pip into a fresh venv gives `runsbx` on the venv's PATH and
 //! `import runsbx`, whose docstring examples run as doctests.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 #[test]
 fn the_wheel_installs_the_binary_and_the_api_whose_examples_run() {

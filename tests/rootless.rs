@@ -8,18 +8,16 @@
 //!   a plain (root) `cargo test` does not run them as root; the root test
 //!   `root_runs_the_user_half_as_an_ordinary_user` runs this binary again
 //!   with `--ignored` as the user hack/setup-ci creates. A user runs them
-//!   with `cargo test --test rootless -- --ignored`.
+//!   with `cargo test -p runsbx --test all rootless:: -- --ignored`.
 //! - the `root_*` tests set up what an ordinary user cannot (a throwaway
 //!   user namespace with `user.max_user_namespaces=0`, a delegated cgroup)
 //!   and run runsbx in it as that user.
-
-mod common;
 
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 /// The user half runs as an ordinary user; as root it would test nothing
@@ -27,7 +25,7 @@ use serde_json::json;
 fn require_user() {
     assert!(
         !nix::unistd::geteuid().is_root(),
-        "this test runs as an ordinary user: run it through root_runs_the_user_half_as_an_ordinary_user, or `cargo test --test rootless -- --ignored` as a user"
+        "this test runs as an ordinary user: run it through root_runs_the_user_half_as_an_ordinary_user, or `cargo test -p runsbx --test all rootless:: -- --ignored` as a user"
     );
 }
 
@@ -452,7 +450,7 @@ fn root_runs_the_user_half_as_an_ordinary_user() {
         .arg(format!("RUNSBX_BIN={}", runsbx.display()))
         .arg(format!("RUNSBX_PROBE={}", probe.display()))
         .arg(&tests)
-        .args(["--ignored", "--test-threads=2"])
+        .args(["rootless::", "--ignored", "--test-threads=2"])
         .current_dir(dir.path())
         .output()
         .unwrap();

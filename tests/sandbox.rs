@@ -1,14 +1,12 @@
 //! `runsbx sandbox`: the main job, end to end, with Python and a static
 //! binary, and the escapes it must stop.
 
-mod common;
-
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::*;
+use crate::common::*;
 
 const NOBODY: u32 = 65534;
 

@@ -8,14 +8,12 @@
 //! runsbx cannot apply are refused before anything runs; a profile that
 //! denies execve makes `run` fail with the init's error.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Output;
 
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 
 /// Where a probe check ended: `ok`, an errno name (`EPERM`), `trap SIGSYS`

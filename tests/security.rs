@@ -5,8 +5,6 @@
 //! like), so a layer that stops working fails here rather than passing as
 //! "some error". The list, with results, is in docs/security.md.
 
-mod common;
-
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::Path;
@@ -15,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use common::*;
+use crate::common::*;
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()

@@ -1,8 +1,6 @@
 //! `runsbx serve`: warm REPL sessions over a unix socket, driven by a client
 //! written here against the protocol in docs/sandbox.md ("Warm sessions").
 
-mod common;
-
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -10,7 +8,7 @@ use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 
 struct Server {

@@ -5,15 +5,13 @@
 //! and on SIGWINCH; `create` and `run --detach` without `--console-socket`
 //! are refused, leaving nothing behind, as runc refuses them.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use nix::sys::termios::{tcgetattr, LocalFlags, Termios};
 use serde_json::json;
 

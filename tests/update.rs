@@ -2,15 +2,13 @@
 //! real containers: limits read back from the cgroup's own files, events
 //! parsed as runc's JSON.
 
-mod common;
-
 use std::fs;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// A running busybox container with `resources` (so a cgroup), started.

@@ -9,12 +9,10 @@
 //! interpreter is named on the command line: what they need must be found
 //! by discovery.
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 
 fn script(name: &str) -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))

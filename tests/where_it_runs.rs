@@ -14,14 +14,12 @@
 //! Needs root, podman and runc (hack/setup-ci installs them) and the probe
 //! (hack/build-probe); a missing one fails with its name, never a skip.
 
-mod common;
-
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::*;
+use crate::common::*;
 
 /// A podman configuration (hack/engines/setup-podman, as tests/engines.rs
 /// uses it) and a rootfs directory made of the host's directories.
