@@ -5,16 +5,6 @@ use std::fs;
 
 use crate::common::*;
 
-fn assert_clean(env: &Env, id: &str) {
-    let left: Vec<String> = env.state_entries();
-    assert!(left.is_empty(), "state left behind: {left:?}");
-    assert!(
-        cgroups_named(id).is_empty(),
-        "cgroups left: {:?}",
-        cgroups_named(id)
-    );
-}
-
 #[test]
 fn missing_bundle() {
     let env = Env::new();

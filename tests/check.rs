@@ -4,20 +4,11 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::Output;
 
 use crate::common::*;
 use serde_json::{json, Value};
 
 const NOBODY: u32 = 65534;
-
-fn repo() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// The warning codes of a text report, in order.
 fn warnings(text: &str) -> Vec<String> {
@@ -571,5 +562,5 @@ fn usage() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
     let out = env.run(&["check", "--format", "yaml", "."]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
-    assert!(stdout(&out).is_empty());
+    assert!(stdout_of(&out).is_empty());
 }

@@ -21,6 +21,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::repo;
+
 fn page_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/runsbx.1.md")
 }
@@ -307,10 +309,6 @@ fn man_page_mirrors_the_flags() {
         "docs/runsbx.1.md does not match `runsbx --help`:\n  {}",
         problems.join("\n  ")
     );
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// The tracked files of the checkout (what a fresh clone has, with this

@@ -17,10 +17,6 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn require_tool(path: &str, package: &str) {
     require_root();
     require_file(path, package);

@@ -159,13 +159,6 @@ fn remove_namespace(b: &mut Bundle, ns: &str) {
         .retain(|n| n["type"] != ns);
 }
 
-fn assert_clean(env: &Env, id: &str) {
-    let left = env.state_entries();
-    assert!(left.is_empty(), "state left behind: {left:?}");
-    let cg = cgroups_named(id);
-    assert!(cg.is_empty(), "cgroups left: {cg:?}");
-}
-
 fn rootfs(b: &Bundle) -> PathBuf {
     b.dir.join("rootfs")
 }

@@ -29,10 +29,6 @@ fn require_user() {
     );
 }
 
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn uid() -> u32 {
     nix::unistd::geteuid().as_raw()
 }
@@ -63,7 +59,7 @@ print("uid", os.getuid())
 "#;
 
 fn escapes(out: &Output) -> std::collections::BTreeMap<String, String> {
-    stdout(out)
+    stdout_of(out)
         .lines()
         .filter_map(|l| l.split_once(' '))
         .map(|(a, b)| (a.to_string(), b.to_string()))
@@ -186,10 +182,10 @@ fn user_selftest_passes() {
     assert!(
         out.status.success(),
         "{}\n{}",
-        stdout(&out),
+        stdout_of(&out),
         stderr_of(&out)
     );
-    assert!(stdout(&out).contains("(--no-userns: without namespaces)"));
+    assert!(stdout_of(&out).contains("(--no-userns: without namespaces)"));
 }
 
 #[test]
@@ -348,7 +344,7 @@ fn user_spec_rootless_runs_as_it_is_and_limits_are_refused() {
     fs::write(b.dir.join("config.json"), config.to_string()).unwrap();
     let out = env.run(&["run", "--bundle", b.path(), &unique_id("rl")]);
     assert!(out.status.success(), "{}", stderr_of(&out));
-    assert_eq!(stdout(&out), "from-spec\n");
+    assert_eq!(stdout_of(&out), "from-spec\n");
     config["linux"]["resources"] = json!({"pids": {"limit": 10}});
     fs::write(b.dir.join("config.json"), config.to_string()).unwrap();
     let out = env.run(&["run", "--bundle", b.path(), &unique_id("rl")]);
@@ -390,7 +386,7 @@ fn user_gen_writes_a_bundle_that_runs() {
         &unique_id("rl"),
     ]);
     assert!(out.status.success(), "{}", stderr_of(&out));
-    assert_eq!(stdout(&out), "42\n");
+    assert_eq!(stdout_of(&out), "42\n");
 }
 
 #[test]
@@ -454,7 +450,7 @@ fn root_runs_the_user_half_as_an_ordinary_user() {
         .current_dir(dir.path())
         .output()
         .unwrap();
-    let report = format!("{}\n{}", stdout(&out), stderr_of(&out));
+    let report = format!("{}\n{}", stdout_of(&out), stderr_of(&out));
     assert!(out.status.success(), "the user half failed:\n{report}");
     assert!(
         report.contains("test result: ok.") && !report.contains(" 0 passed"),
@@ -613,7 +609,7 @@ fn root_forbidden_user_namespaces_give_the_clear_error_and_no_userns_still_confi
     assert!(
         out.status.success(),
         "{}\n{}",
-        stdout(&out),
+        stdout_of(&out),
         stderr_of(&out)
     );
 }
@@ -787,7 +783,7 @@ fn root_delegated_cgroup_v2_subtree_holds_the_container_and_is_cleaned_up() {
     );
     let out = running.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr_of(&out));
-    assert_eq!(stdout(&out), "done\n");
+    assert_eq!(stdout_of(&out), "done\n");
     assert!(deleg.children().is_empty(), "{:?}", deleg.children());
 
     // run -d in the delegated cgroup; ps, kill --all and delete from a
@@ -857,7 +853,7 @@ fn root_delegated_cgroup_v2_subtree_holds_the_container_and_is_cleaned_up() {
     let outside = |args: &[&str]| as_user_in(None, user, args, &wd).output().unwrap();
     let out = outside(&["ps", "--format", "json", &id]);
     assert!(out.status.success(), "{}", stderr_of(&out));
-    assert_eq!(stdout(&out).trim(), format!("[{pid}]"));
+    assert_eq!(stdout_of(&out).trim(), format!("[{pid}]"));
     let out = outside(&["kill", "--all", &id, "KILL"]);
     assert!(out.status.success(), "{}", stderr_of(&out));
     let out = outside(&["delete", "--force", &id]);

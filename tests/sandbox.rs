@@ -4,7 +4,7 @@
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use crate::common::*;
 
@@ -13,10 +13,6 @@ const NOBODY: u32 = 65534;
 /// A workdir the sandbox (host nobody, when root invokes) may write.
 fn workdir(env: &Env) -> String {
     env.nobody_workdir().to_str().unwrap().to_string()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn assert_nothing_left(env: &Env) {
@@ -44,7 +40,7 @@ fn python_computes_with_the_standard_library() {
         ],
     );
     assert!(out.status.success(), "{}", stderr_of(&out));
-    assert_eq!(stdout(&out), "{\"f\": 120} bb 2 0.3\n");
+    assert_eq!(stdout_of(&out), "{\"f\": 120} bb 2 0.3\n");
     assert_nothing_left(&env);
 }
 
@@ -54,7 +50,7 @@ fn a_static_binary_runs_and_exit_codes_are_forwarded() {
     require_file("/usr/bin/busybox", "busybox-static");
     let out = sandbox(&env, &[], &["/usr/bin/busybox", "echo", "static"]);
     assert!(out.status.success(), "{}", stderr_of(&out));
-    assert_eq!(stdout(&out), "static\n");
+    assert_eq!(stdout_of(&out), "static\n");
     let out = sandbox(&env, &[], &["python3", "-c", "import sys; sys.exit(7)"]);
     assert_eq!(out.status.code(), Some(7), "{}", stderr_of(&out));
     assert_nothing_left(&env);
@@ -121,7 +117,7 @@ fn escapes_fail_and_the_workdir_is_writable() {
         &["python3", "-c", &py_attempts(ESCAPES)],
     );
     assert!(out.status.success(), "{}", stderr_of(&out));
-    let text = stdout(&out);
+    let text = stdout_of(&out);
     let got: std::collections::BTreeMap<&str, &str> =
         text.lines().filter_map(|l| l.split_once(' ')).collect();
     let want = [
@@ -178,7 +174,7 @@ fn the_environment_is_scrubbed() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr_of(&out));
-    let names = stdout(&out);
+    let names = stdout_of(&out);
     assert_eq!(names.trim(), "EXPLICIT HOME LANG PATH TMPDIR");
 }
 
@@ -517,7 +513,7 @@ fn gen_and_run(env: &Env, python: &str) -> String {
     let id = unique_id("genrun");
     let out = env.run(&["run", "--bundle", b, &id]);
     assert!(out.status.success(), "run: {}", stderr_of(&out));
-    let printed = stdout(&out);
+    let printed = stdout_of(&out);
     let id = unique_id("gencs");
     env.ok(&["create", "--bundle", b, &id]);
     // The create's runsbx is gone; the container holds its binds alone.

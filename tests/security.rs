@@ -15,10 +15,6 @@ use serde_json::json;
 
 use crate::common::*;
 
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// `check -> errno name` (or `ok`) from the probe's JSON lines.
 fn outcomes(out: &Output) -> Vec<(String, String)> {
     probe_lines(&out.stdout)
@@ -87,7 +83,7 @@ fn cve_2024_21626_a_leaked_directory_fd_cannot_become_the_cwd() {
         assert!(
             probe_lines(&out.stdout).is_empty(),
             "the workload ran: {}",
-            stdout(&out)
+            stdout_of(&out)
         );
         assert!(
             env.state_entries().is_empty(),
@@ -116,7 +112,7 @@ fn cve_2024_21626_a_leaked_directory_fd_cannot_become_the_cwd() {
             ],
         );
         assert_one_line_error(&out, "working directory");
-        assert!(probe_lines(&out.stdout).is_empty(), "{}", stdout(&out));
+        assert!(probe_lines(&out.stdout).is_empty(), "{}", stdout_of(&out));
     }
 
     // Without the cwd trick the leaked fd is simply not there: fds 0-2 only,
@@ -162,7 +158,7 @@ fn masked_paths_are_the_containers_dev_null_and_readonly_paths_refuse_writes() {
     let id = unique_id("mask");
     let out = env.run(&["run", "--bundle", b.path(), &id]);
     assert!(out.status.success(), "{}", stderr_of(&out));
-    let text = stdout(&out);
+    let text = stdout_of(&out);
     assert!(text.contains("/proc/keys devnull\n"), "{text}");
     assert!(text.contains("/proc/timer_list devnull\n"), "{text}");
     let got = outcomes(&out);
@@ -190,7 +186,7 @@ fn masked_paths_are_the_containers_dev_null_and_readonly_paths_refuse_writes() {
     // runc, same bundle: the same lines.
     let runc = env.runc(&["run", "--bundle", b.path(), &unique_id("mask-runc")]);
     assert!(runc.status.success(), "runc: {}", stderr_of(&runc));
-    assert_eq!(stdout(&runc), text, "runc and runsbx differ");
+    assert_eq!(stdout_of(&runc), text, "runc and runsbx differ");
 }
 
 /// The masked-path race through /dev/null (runc CVE-2025-31133): masking
@@ -224,7 +220,7 @@ fn a_dev_null_symlink_cannot_redirect_a_masked_path() {
     let id = unique_id("devnull");
     let out = env.run(&["run", "--bundle", b.path(), &id]);
     assert_one_line_error(&out, "rootfs");
-    assert!(probe_lines(&out.stdout).is_empty(), "{}", stdout(&out));
+    assert!(probe_lines(&out.stdout).is_empty(), "{}", stdout_of(&out));
     assert_eq!(
         fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap(),
         before
@@ -276,7 +272,7 @@ fn a_symlinked_mount_destination_stays_inside_the_rootfs() {
     let id = unique_id("symlink");
     let out = env.run(&["run", "--bundle", b.path(), &id]);
     assert!(out.status.success(), "{}", stderr_of(&out));
-    let text = stdout(&out);
+    let text = stdout_of(&out);
     let tmpfs_line = text
         .lines()
         .find(|l| l.contains(&format!(" /tmp/{host_name}/x ")))
@@ -344,7 +340,7 @@ fn a_symlinked_destination_of_a_bind_runsbx_makes_stays_inside_the_rootfs() {
     let id = unique_id("presym");
     let out = env.run(&["run", "--bundle", b.path(), &id]);
     assert!(out.status.success(), "{}", stderr_of(&out));
-    assert_eq!(stdout(&out), "from-the-bind\n");
+    assert_eq!(stdout_of(&out), "from-the-bind\n");
     assert!(
         inside.join("x").is_dir(),
         "the mount point was made in the rootfs"
@@ -493,9 +489,9 @@ fn cve_2019_5736_a_sandboxed_workload_cannot_reach_a_runtime_exe() {
         "ENOENT", // nor does any pid but 1
     ];
     for ((check, errno), want) in got.iter().zip(want) {
-        assert_eq!(errno, want, "{check}: {}", stdout(&out));
+        assert_eq!(errno, want, "{check}: {}", stdout_of(&out));
     }
-    assert_eq!(got.len(), checks.len(), "{}", stdout(&out));
+    assert_eq!(got.len(), checks.len(), "{}", stdout_of(&out));
     assert_eq!(
         lines[2]["detail"].as_str(),
         probe_bin().to_str(),
@@ -560,7 +556,7 @@ fn kernel_escape_routes_get_the_filters_errno() {
         .iter()
         .map(|(c, e, _)| (c.to_string(), e.to_string()))
         .collect();
-    assert_eq!(got, want, "{}", stdout(&out));
+    assert_eq!(got, want, "{}", stdout_of(&out));
 
     // On the host, as root with no filter, the same calls reach the kernel
     // and fail (or succeed) differently: the EPERMs above are the filter's.
@@ -574,7 +570,7 @@ fn kernel_escape_routes_get_the_filters_errno() {
         .iter()
         .map(|(c, _, e)| (c.to_string(), e.to_string()))
         .collect();
-    assert_eq!(got, want, "host: {}", stdout(&host));
+    assert_eq!(got, want, "host: {}", stdout_of(&host));
 }
 
 /// x32 syscall numbers and the 32-bit `int 0x80` entry reach syscalls under
@@ -590,13 +586,13 @@ fn foreign_syscall_abis_are_killed() {
             out.status.code(),
             Some(159),
             "{check}: {}\n{}",
-            stdout(&out),
+            stdout_of(&out),
             stderr_of(&out)
         );
         assert!(
             probe_lines(&out.stdout).is_empty(),
             "{check}: {}",
-            stdout(&out)
+            stdout_of(&out)
         );
     }
     // Outside, int 0x80 runs, so the kill above is the filter's doing.
@@ -622,7 +618,7 @@ fn sandboxed_attempts(
     all.extend_from_slice(flags);
     let out = sandbox(env, &all, &["python3", "-c", &py_attempts(attempts)]);
     assert!(out.status.success(), "{}", stderr_of(&out));
-    stdout(&out)
+    stdout_of(&out)
         .lines()
         .filter_map(|l| l.split_once(' '))
         .map(|(a, b)| (a.to_string(), b.to_string()))

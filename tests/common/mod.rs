@@ -470,6 +470,23 @@ pub fn stderr_of(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+pub fn stdout_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// No state entry and no cgroup named after `id` is left.
+pub fn assert_clean(env: &Env, id: &str) {
+    let left = env.state_entries();
+    assert!(left.is_empty(), "state left behind: {left:?}");
+    let cg = cgroups_named(id);
+    assert!(cg.is_empty(), "cgroups left: {cg:?}");
+}
+
 /// One clear line, non-zero exit.
 pub fn assert_one_line_error(out: &Output, needle: &str) {
     let err = stderr_of(out);

@@ -24,10 +24,6 @@ pub const BUSYBOX: &str = "localhost/busybox:latest";
 pub const POD_SUBNET: &str = "10.209.0.";
 pub const BRIDGE: &str = "runsbx-cri0";
 
-pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 pub fn eventually<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + limit;
     loop {
