@@ -227,7 +227,7 @@ fn foreground_run_without_resources_needs_no_cgroup() {
         // Init (pid 1 of its namespace) ignores SIGTERM; the child dies.
         env.ok(&["kill", "--all", &id, "TERM"]);
         assert!(
-            wait_dead(child, std::time::Duration::from_secs(3)),
+            wait_dead(child, std::time::Duration::from_secs(10)),
             "resources={resources}: kill --all missed {child}"
         );
         assert!(pid_alive(init), "resources={resources}");

@@ -380,7 +380,7 @@ fn the_workload_dies_with_runsbx() {
     child.kill().unwrap();
     let _ = child.wait();
     assert!(
-        wait_dead(pid, std::time::Duration::from_secs(2)),
+        wait_dead(pid, std::time::Duration::from_secs(10)),
         "workload {pid} outlived runsbx: {}",
         fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default()
     );
