@@ -166,10 +166,9 @@ pub fn run(config: Config, sessions: SessionConfig) -> Result<u8> {
     // another local user connecting would get a session on the operator's
     // account and limits.
     let umask = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o177));
-    let bound = listen(&config.listen);
+    let bound = Socket::bind(&config.listen);
     nix::sys::stat::umask(umask);
-    let listener = bound.with_context(|| format!("--listen {}", config.listen.display()))?;
-    let _socket = RemoveOnDrop(config.listen.clone());
+    let mut socket = bound.with_context(|| format!("--listen {}", config.listen.display()))?;
 
     let server = Arc::new(Server {
         factory: Factory::new(sessions)?,
@@ -190,6 +189,9 @@ pub fn run(config: Config, sessions: SessionConfig) -> Result<u8> {
         let first = server.start_session().context("the first session")?;
         server.pool.lock().unwrap().warm.push_back(first);
     }
+    socket
+        .place()
+        .with_context(|| format!("--listen {}", server.config.listen.display()))?;
     // One refill thread per CPU (up to 4): a session's start is mostly its
     // preload's imports, which run in parallel.
     let refillers = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
@@ -201,7 +203,7 @@ pub fn run(config: Config, sessions: SessionConfig) -> Result<u8> {
         .collect();
     {
         let s = server.clone();
-        let fd = listener.as_raw_fd();
+        let fd = socket.listener.as_raw_fd();
         std::thread::spawn(move || {
             let _ = signals.wait();
             s.stopping.store(true, Ordering::SeqCst);
@@ -218,7 +220,7 @@ pub fn run(config: Config, sessions: SessionConfig) -> Result<u8> {
     );
 
     let mut clients = Vec::new();
-    for stream in listener.incoming() {
+    for stream in socket.listener.incoming() {
         if server.stopping.load(Ordering::SeqCst) {
             break;
         }
@@ -474,36 +476,51 @@ enum End {
     Stopping,
 }
 
-/// A listening socket that appears at `path` only once it listens: bound
-/// at a private name beside it, then renamed into place, so a client that
-/// waits for the path to exist never connects between bind(2) and
-/// listen(2) (ECONNREFUSED). An existing `path` is refused, never replaced.
-fn listen(path: &Path) -> std::io::Result<UnixListener> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "no file name"))?;
-    let mut private = name.to_os_string();
-    private.push(format!(".{}.binding", std::process::id()));
-    let private = path.with_file_name(private);
-    let listener = UnixListener::bind(&private)?;
-    let placed = nix::fcntl::renameat2(
-        None,
-        &private,
-        None,
-        path,
-        nix::fcntl::RenameFlags::RENAME_NOREPLACE,
-    );
-    if let Err(e) = placed {
-        let _ = std::fs::remove_file(&private);
-        return Err(e.into());
-    }
-    Ok(listener)
+/// The listening socket: bound and listening under a private name beside
+/// `--listen` from the start, renamed onto `--listen` (`place`) once the
+/// server can hand out sessions, so a client that waits for the path to
+/// exist never connects between bind(2) and listen(2) (ECONNREFUSED), nor to
+/// a server whose first session then fails. An existing `--listen` path is
+/// refused, never replaced. Removed when dropped.
+struct Socket {
+    listener: UnixListener,
+    path: PathBuf,
+    target: PathBuf,
 }
 
-struct RemoveOnDrop(PathBuf);
+impl Socket {
+    fn bind(target: &Path) -> std::io::Result<Self> {
+        let name = target
+            .file_name()
+            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "no file name"))?;
+        if target.symlink_metadata().is_ok() {
+            return Err(nix::errno::Errno::EEXIST.into());
+        }
+        let mut private = name.to_os_string();
+        private.push(format!(".{}.binding", std::process::id()));
+        let path = target.with_file_name(private);
+        Ok(Self {
+            listener: UnixListener::bind(&path)?,
+            path,
+            target: target.to_path_buf(),
+        })
+    }
 
-impl Drop for RemoveOnDrop {
+    fn place(&mut self) -> std::io::Result<()> {
+        nix::fcntl::renameat2(
+            None,
+            &self.path,
+            None,
+            &self.target,
+            nix::fcntl::RenameFlags::RENAME_NOREPLACE,
+        )?;
+        self.path = self.target.clone();
+        Ok(())
+    }
+}
+
+impl Drop for Socket {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        let _ = std::fs::remove_file(&self.path);
     }
 }
