@@ -1,4 +1,5 @@
 //! Records as this machine's kernel (6.18) emitted them, with audit enabled.
+use super::parse::parse;
 use super::*;
 
 const INIT: i32 = 7360;

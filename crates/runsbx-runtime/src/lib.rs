@@ -9,13 +9,13 @@
 #![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-pub mod cgroup;
+mod cgroup;
 pub mod console;
-pub mod container;
+mod container;
 pub mod delegation;
-pub mod denials;
+mod denials;
 pub mod direct;
-pub mod error;
+mod error;
 pub mod events;
 pub mod executor;
 pub mod explain;
@@ -26,15 +26,15 @@ pub mod initlog;
 pub mod isolation;
 pub mod jupyter;
 pub mod landlock;
-pub mod layout;
+mod layout;
 pub mod monitor;
-pub mod netns;
-pub mod nnp;
-pub mod pidns;
-pub mod prebind;
+mod netns;
+mod nnp;
+mod pidns;
+mod prebind;
 pub mod premount;
-pub mod remount;
-pub mod report;
+mod remount;
+mod report;
 pub mod resources;
 pub mod rootless;
 pub mod spec;

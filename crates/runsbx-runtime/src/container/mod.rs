@@ -26,7 +26,6 @@ use libcontainer::syscall::syscall::SyscallType;
 use runsbx_policy::landlock::LandlockDefault;
 use serde::Serialize;
 
-pub use crate::cgroup::needs_no_cgroup;
 use crate::error::{Result, RuntimeError};
 use crate::executor::SandboxExecutor;
 use crate::report::ReportReader;
@@ -43,7 +42,7 @@ impl Runtime {
     }
 
     fn dir(&self, id: &str) -> PathBuf {
-        self.root.join(id)
+        crate::layout::state_dir(&self.root, id)
     }
 
     fn ensure_root(&self) -> Result<()> {

@@ -317,7 +317,6 @@ fn landlock_unreportable() -> Option<String> {
 mod parse;
 mod tracker;
 
-pub use parse::{parse, Record};
 pub use tracker::Tracker;
 
 #[cfg(test)]
