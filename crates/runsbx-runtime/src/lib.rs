@@ -15,6 +15,7 @@ pub mod container;
 pub mod delegation;
 pub mod denials;
 pub mod direct;
+pub mod egress;
 pub mod error;
 pub mod events;
 pub mod executor;

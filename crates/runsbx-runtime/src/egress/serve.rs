@@ -1,0 +1,290 @@
+//! The proxy's threads: one accepts, one serves each connection (two while
+//! a tunnel relays both ways).
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread;
+
+use nix::sys::signal::{pthread_sigmask, SigSet, SigmaskHow};
+use runsbx_policy::egress::Host;
+
+use super::http::{self, Head, Target};
+use super::{Decision, Event, Shared};
+
+/// Spawns `f` on a thread that blocks every signal (so a signal to runsbx
+/// reaches the thread that forwards it), as do the threads it spawns.
+pub(super) fn spawn_quiet<F>(f: F) -> io::Result<thread::JoinHandle<()>>
+where
+    F: FnOnce() + Send + 'static,
+{
+    let mut old = SigSet::empty();
+    let _ = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&SigSet::all()), Some(&mut old));
+    let t = thread::Builder::new().name("runsbx-proxy".into()).spawn(f);
+    let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
+    t
+}
+
+pub(super) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        let client = listener.accept();
+        if shared.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok((client, _)) = client else {
+            continue;
+        };
+        let limits = shared.proxy.limits;
+        if shared.open.fetch_add(1, Ordering::SeqCst) >= limits.concurrent {
+            shared.open.fetch_sub(1, Ordering::SeqCst);
+            refuse(
+                &shared,
+                client,
+                "503 Service Unavailable",
+                Event::refused(
+                    "",
+                    "",
+                    format!("more than {} connections at once", limits.concurrent),
+                ),
+            );
+            continue;
+        }
+        let s = shared.clone();
+        let spawned = thread::Builder::new().spawn(move || {
+            let id = s.next_id.fetch_add(1, Ordering::SeqCst);
+            one(&s, client, id);
+            s.sockets
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retain(|(i, _)| *i != id);
+            s.open.fetch_sub(1, Ordering::SeqCst);
+        });
+        if spawned.is_err() {
+            shared.open.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Event {
+    fn refused(method: &str, host: &str, reason: String) -> Event {
+        Event {
+            decision: Decision::Refused,
+            method: method.into(),
+            host: host.into(),
+            port: 0,
+            addresses: Vec::new(),
+            reason: Some(reason),
+            bytes_out: 0,
+            bytes_in: 0,
+        }
+    }
+}
+
+/// Answers `status` with the reason as the body, and records `e`.
+fn refuse(shared: &Shared, mut client: TcpStream, status: &str, e: Event) {
+    let body = format!("runsbx: {}\n", e.reason.as_deref().unwrap_or("refused"));
+    let _ = write!(
+        client,
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    shared.record(e);
+}
+
+/// Serves one connection: one request.
+fn one(shared: &Shared, mut client: TcpStream, id: u64) {
+    let limits = shared.proxy.limits;
+    let _ = client.set_read_timeout(Some(limits.idle));
+    let _ = client.set_write_timeout(Some(limits.idle));
+    shared.track(id, &client);
+    let (head, rest) = match read_head(&mut client) {
+        Ok(v) => v,
+        Err(reason) => {
+            return refuse(
+                shared,
+                client,
+                "400 Bad Request",
+                Event::refused("", "", reason),
+            )
+        }
+    };
+    let mut event = Event::refused(&head.method, &head.target, String::new());
+    let target = match head.target() {
+        Ok(t) => t,
+        Err(reason) => {
+            event.reason = Some(reason);
+            return refuse(shared, client, "400 Bad Request", event);
+        }
+    };
+    event.host = target.host.to_string();
+    event.port = target.port;
+    // Checked before anything is resolved: a refused name is never looked
+    // up (a lookup is itself a way to signal out, through DNS).
+    if let Err(reason) = shared.proxy.allow.permits(&target.host, target.port) {
+        event.reason = Some(reason);
+        return refuse(shared, client, "403 Forbidden", event);
+    }
+    if shared.requests.fetch_add(1, Ordering::SeqCst) >= limits.requests {
+        event.reason = Some(format!(
+            "more than {} requests in this run",
+            limits.requests
+        ));
+        return refuse(shared, client, "403 Forbidden", event);
+    }
+    let body = match head.method.as_str() {
+        "CONNECT" => 0,
+        _ => match http::body_length(&head) {
+            Ok(n) => n,
+            Err(reason) => {
+                event.reason = Some(reason);
+                return refuse(shared, client, "400 Bad Request", event);
+            }
+        },
+    };
+    let addrs = match resolve(&target) {
+        Ok(a) => a,
+        Err(reason) => {
+            event.decision = Decision::Failed;
+            event.reason = Some(reason);
+            return refuse(shared, client, "502 Bad Gateway", event);
+        }
+    };
+    event.addresses = addrs.iter().map(SocketAddr::ip).collect();
+    // Every address, not only the one connected to: a resolver answer that
+    // mixes a public and a private address refuses the name.
+    for a in &addrs {
+        if let Err(reason) = shared.proxy.allow.address_ok(a.ip(), &shared.own) {
+            event.reason = Some(format!("{} resolves to {reason}", target.host));
+            return refuse(shared, client, "403 Forbidden", event);
+        }
+    }
+    // Exactly the addresses checked above: no second lookup.
+    let upstream = addrs
+        .iter()
+        .find_map(|a| TcpStream::connect_timeout(a, limits.connect).ok());
+    let Some(mut upstream) = upstream else {
+        event.decision = Decision::Failed;
+        event.reason = Some("no address of the host accepted a connection".into());
+        return refuse(shared, client, "502 Bad Gateway", event);
+    };
+    if let Ok(peer) = upstream.peer_addr() {
+        event.addresses = vec![peer.ip()];
+    }
+    let _ = upstream.set_read_timeout(Some(limits.idle));
+    let _ = upstream.set_write_timeout(Some(limits.idle));
+    shared.track(id, &upstream);
+    event.decision = Decision::Allowed;
+    event.reason = None;
+    let (opened, head_bytes) = match head.method.as_str() {
+        "CONNECT" => (
+            client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n"),
+            0,
+        ),
+        _ => {
+            let h = http::upstream_head(&head, &target);
+            (upstream.write_all(&h), h.len() as u64)
+        }
+    };
+    if opened.is_err() {
+        return shared.record(event);
+    }
+    let body = (head.method != "CONNECT").then_some(body);
+    let (out, inn) = relay(shared, client, upstream, rest, body);
+    event.bytes_out = head_bytes + out;
+    event.bytes_in = inn;
+    shared.record(event);
+}
+
+/// The request head, parsed, and the bytes read past it.
+fn read_head(client: &mut TcpStream) -> Result<(Head, Vec<u8>), String> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(end) = http::head_end(&buf) {
+            let head = http::parse_head(&buf[..end - 2])?;
+            return Ok((head, buf[end..].to_vec()));
+        }
+        if buf.len() > http::MAX_HEAD {
+            return Err(format!("a request head over {} bytes", http::MAX_HEAD));
+        }
+        match client.read(&mut chunk) {
+            Ok(0) => return Err("the connection closed before a request".into()),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) => return Err(format!("reading the request: {e}")),
+        }
+    }
+}
+
+/// Every address of `t`: a literal as it is, a name through the host's
+/// resolver.
+fn resolve(t: &Target) -> Result<Vec<SocketAddr>, String> {
+    match &t.host {
+        Host::Ip(a) => Ok(vec![SocketAddr::new(*a, t.port)]),
+        Host::Name(n) => {
+            let addrs: Vec<SocketAddr> = (n.as_str(), t.port)
+                .to_socket_addrs()
+                .map_err(|e| format!("{n} does not resolve: {e}"))?
+                .map(|a| SocketAddr::new(a.ip().to_canonical(), a.port()))
+                .collect();
+            match addrs.is_empty() {
+                true => Err(format!("{n} resolves to no address")),
+                false => Ok(addrs),
+            }
+        }
+    }
+}
+
+/// Relays until both sides are done: the workload's bytes upstream (all of
+/// them for a tunnel; for a forwarded request `body` bytes, then no more),
+/// the upstream's back. Returns (out, in).
+fn relay(
+    shared: &Shared,
+    client: TcpStream,
+    upstream: TcpStream,
+    early: Vec<u8>,
+    body: Option<u64>,
+) -> (u64, u64) {
+    let (Ok(client_r), Ok(upstream_w)) = (client.try_clone(), upstream.try_clone()) else {
+        return (0, 0);
+    };
+    thread::scope(|s| {
+        let up = s.spawn(|| {
+            let mut r = io::Cursor::new(early).chain(client_r);
+            let n = match body {
+                // Stops: a second request pipelined after the first, sent
+                // to this upstream without a check.
+                Some(len) => copy(shared, &mut r.take(len), &upstream_w),
+                None => copy(shared, &mut r, &upstream_w),
+            };
+            if body.is_none() {
+                let _ = upstream_w.shutdown(std::net::Shutdown::Write);
+            }
+            n
+        });
+        let inn = copy(shared, &mut &upstream, &client);
+        let _ = client.shutdown(std::net::Shutdown::Both);
+        let _ = upstream.shutdown(std::net::Shutdown::Both);
+        (up.join().unwrap_or(0), inn)
+    })
+}
+
+/// Copies until EOF, an error, or the run's byte limit; the bytes copied.
+fn copy(shared: &Shared, r: &mut impl Read, mut w: &TcpStream) -> u64 {
+    let max = shared.proxy.limits.bytes;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut n = 0u64;
+    loop {
+        let got = match r.read(&mut buf) {
+            Ok(0) | Err(_) => return n,
+            Ok(g) => g,
+        };
+        if shared.bytes.fetch_add(got as u64, Ordering::SeqCst) + got as u64 > max {
+            return n;
+        }
+        if w.write_all(&buf[..got]).is_err() {
+            return n;
+        }
+        n += got as u64;
+    }
+}
