@@ -426,16 +426,23 @@ fn decisions_go_to_the_status_fd_as_they_happen() {
 fn gen_writes_what_the_proxy_needs_and_nothing_without_the_flag() {
     let env = Env::new();
     let work = env.nobody_workdir();
-    let config = |flags: &[&str]| -> Value {
+    let config = |flags: &[&str]| -> (Value, String) {
         let dir = env.tmp.path().join(unique_id("gen"));
         let mut args = vec!["gen", "--workdir", work.to_str().unwrap(), "-o"];
         args.push(dir.to_str().unwrap());
         args.extend_from_slice(flags);
         args.extend(["--", "/bin/true"]);
         env.ok(&args);
-        serde_json::from_str(&fs::read_to_string(dir.join("config.json")).unwrap()).unwrap()
+        let check = env.ok(&["check", dir.to_str().unwrap()]);
+        let config =
+            serde_json::from_str(&fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
+        (config, check)
     };
-    let with = config(&["--allow-net", "pypi.org"]);
+    let (with, check) = config(&["--allow-net", "pypi.org"]);
+    assert!(
+        check.contains("network: HTTP_PROXY is http://127.0.0.1:3128, runsbx's --allow-net proxy"),
+        "{check}"
+    );
     let env_of = |c: &Value| -> Vec<String> {
         c["process"]["env"]
             .as_array()
@@ -459,7 +466,8 @@ fn gen_writes_what_the_proxy_needs_and_nothing_without_the_flag() {
         with["process"]["landlock"]["rules"]["networkPort"],
         serde_json::json!([{"allowedAccess": ["connect_tcp"], "ports": [3128]}])
     );
-    let without = config(&[]);
+    let (without, check) = config(&[]);
+    assert!(!check.contains("network:"), "{check}");
     assert!(!env_of(&without).iter().any(|e| e.contains("PROXY")));
     assert!(without["process"]["landlock"]["rules"]
         .get("networkPort")
@@ -582,4 +590,40 @@ with zipfile.ZipFile("{}", "w") as z:
         "{}",
         stderr_of(&out)
     );
+}
+
+#[test]
+fn the_escapes_stay_refused_with_the_flag_on_and_only_the_proxy_port_answers() {
+    let env = Env::new();
+    let probe = probe_bin();
+    let out = env.run(&[
+        "selftest",
+        "--allow-net",
+        "--probe",
+        probe.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", stderr_of(&out));
+    for line in [
+        "ok    reach the proxy's port: reached",
+        "ok    TCP connect to loopback: blocked (EACCES)",
+        "ok    TCP connect to another loopback port: blocked (EACCES)",
+        "ok    bind a TCP port: blocked (EPERM)",
+        "ok    MPTCP connect: blocked (EPERM)",
+        "ok    send a DNS query: blocked (EPERM)",
+        "selftest passed: every escape was blocked",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} not in:\n{text}");
+    }
+    // A connection that asks nothing is no decision: nothing on stderr.
+    assert!(!stderr_of(&out).contains("net:"), "{}", stderr_of(&out));
+    // The escapes every interface's session test tries, with the flag on
+    // and the self-test first.
+    let out = sandbox(
+        &env,
+        &["--self-test", "--allow-net", "pypi.org"],
+        &["python3", "-c", SESSION_ESCAPES],
+    );
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_session_escapes_refused(&String::from_utf8_lossy(&out.stdout));
 }

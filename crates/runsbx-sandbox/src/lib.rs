@@ -189,7 +189,7 @@ pub fn run(rt: &Runtime, sandbox: Sandbox, mut sup: Supervision) -> Result<Outco
             Some(_) => Profile::Jupyter,
             None => req.profile,
         };
-        selftest::check(rt, None, None, profile)
+        selftest::check(rt, None, None, profile, req.proxy)
             .and_then(selftest::Verdict::passed)
             .map_err(|e| e.flag("--self-test"))?;
     }

@@ -672,6 +672,11 @@ pub struct Selftest {
     #[arg(long, value_enum, default_value_t = Profile::Default, value_name = "NAME",
           conflicts_with_all = ["bundle", "no_userns"])]
     pub profile: Profile,
+    /// Test the sandbox as `sandbox --allow-net` makes it: its proxy's port
+    /// must be reachable, and nothing else (other ports, UDP, DNS, raw,
+    /// IPv6, MPTCP sockets, TCP bind).
+    #[arg(long, conflicts_with_all = ["bundle", "no_userns", "profile"])]
+    pub allow_net: bool,
 }
 
 #[derive(Debug, Args)]

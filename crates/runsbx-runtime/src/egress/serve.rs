@@ -100,7 +100,9 @@ fn one(shared: &Shared, mut client: TcpStream, id: u64) {
     shared.track(id, &client);
     let (head, rest) = match read_head(&mut client) {
         Ok(v) => v,
-        Err(reason) => {
+        // Nothing was asked (a port check, `selftest`'s probe): no event.
+        Err(None) => return,
+        Err(Some(reason)) => {
             return refuse(
                 shared,
                 client,
@@ -196,8 +198,9 @@ fn one(shared: &Shared, mut client: TcpStream, id: u64) {
     shared.record(event);
 }
 
-/// The request head, parsed, and the bytes read past it.
-fn read_head(client: &mut TcpStream) -> Result<(Head, Vec<u8>), String> {
+/// The request head, parsed, and the bytes read past it; `Err(None)` when
+/// the client closed without sending a byte.
+fn read_head(client: &mut TcpStream) -> Result<(Head, Vec<u8>), Option<String>> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
     loop {
@@ -206,12 +209,16 @@ fn read_head(client: &mut TcpStream) -> Result<(Head, Vec<u8>), String> {
             return Ok((head, buf[end..].to_vec()));
         }
         if buf.len() > http::MAX_HEAD {
-            return Err(format!("a request head over {} bytes", http::MAX_HEAD));
+            return Err(Some(format!(
+                "a request head over {} bytes",
+                http::MAX_HEAD
+            )));
         }
         match client.read(&mut chunk) {
-            Ok(0) => return Err("the connection closed before a request".into()),
+            Ok(0) if buf.is_empty() => return Err(None),
+            Ok(0) => return Err(Some("the connection closed inside the request head".into())),
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) => return Err(format!("reading the request: {e}")),
+            Err(e) => return Err(Some(format!("reading the request: {e}"))),
         }
     }
 }
