@@ -234,14 +234,21 @@ impl Serving {
     /// has ended: nothing reads them), waits for their events, and
     /// returns every decision.
     pub fn finish(mut self) -> Report {
+        self.stop();
+        let r = self.shared.report.lock().unwrap_or_else(|p| p.into_inner());
+        r.clone()
+    }
+
+    fn stop(&mut self) {
+        let Some(accept) = self.accept.take() else {
+            return;
+        };
         self.shared.stopping.store(true, Ordering::SeqCst);
         use std::os::fd::AsRawFd;
         // Wakes the accept thread (EINVAL); the socket is the sandbox's.
         let _ =
             nix::sys::socket::shutdown(self.listener.as_raw_fd(), nix::sys::socket::Shutdown::Both);
-        if let Some(t) = self.accept.take() {
-            let _ = t.join();
-        }
+        let _ = accept.join();
         for (_, s) in self
             .shared
             .sockets
@@ -255,7 +262,99 @@ impl Serving {
         while self.shared.open.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
         }
-        let r = self.shared.report.lock().unwrap_or_else(|p| p.into_inner());
-        r.clone()
+    }
+}
+
+/// A run that failed after the proxy started (posture check, start): no
+/// thread outlives it.
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// The proxy on a host port (no namespace needed), allowing `entries`
+    /// and the loopback range.
+    fn proxy(entries: &[String], limits: Limits) -> (Serving, u16) {
+        let allow = Allowlist::parse(entries, &["127.0.0.0/8".into()]).unwrap();
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let s = Proxy { allow, limits }.serve(l, None).unwrap();
+        (s, port)
+    }
+
+    /// A server that sends `reply` to each connection after reading once.
+    fn upstream(reply: &'static [u8]) -> u16 {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for mut c in l.incoming().flatten() {
+                let mut buf = [0u8; 1024];
+                let _ = c.read(&mut buf);
+                let _ = c.write_all(reply);
+            }
+        });
+        port
+    }
+
+    fn ask(port: u16, req: String) -> String {
+        let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        c.write_all(req.as_bytes()).unwrap();
+        let mut out = String::new();
+        let _ = c.read_to_string(&mut out);
+        out
+    }
+
+    #[test]
+    fn forwards_one_request_and_reports_its_bytes() {
+        let up = upstream(b"HTTP/1.0 200 OK\r\n\r\nhi");
+        let (s, port) = proxy(&[format!("localhost:{up}")], Limits::default());
+        let got = ask(
+            port,
+            format!("GET http://localhost:{up}/x HTTP/1.1\r\n\r\n"),
+        );
+        assert_eq!(got, "HTTP/1.0 200 OK\r\n\r\nhi");
+        let got = ask(
+            port,
+            format!("GET http://127.0.0.1:{up}/x HTTP/1.1\r\n\r\n"),
+        );
+        assert!(got.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{got}");
+        assert!(got.ends_with("runsbx: 127.0.0.1 is an IP address not in --allow-net (allow names, or the address itself)\n"), "{got}");
+        let r = s.finish();
+        assert_eq!((r.allowed, r.refused, r.failed), (1, 1, 0), "{r:?}");
+        let e = &r
+            .events
+            .iter()
+            .find(|e| e.decision == Decision::Allowed)
+            .unwrap();
+        assert_eq!(e.bytes_in, 21);
+        assert!(e.bytes_out > 0);
+        assert_eq!(e.addresses, vec![IpAddr::from([127, 0, 0, 1])]);
+    }
+
+    #[test]
+    fn the_byte_limit_cuts_and_says_so() {
+        let up = upstream(b"HTTP/1.0 200 OK\r\n\r\n0123456789012345678901234567890123456789");
+        let limits = Limits {
+            bytes: 100,
+            ..Limits::default()
+        };
+        let (s, port) = proxy(&[format!("localhost:{up}")], limits);
+        let got = ask(
+            port,
+            format!(
+                "GET http://localhost:{up}/x HTTP/1.1\r\nX-Pad: {}\r\n\r\n",
+                "p".repeat(80)
+            ),
+        );
+        assert!(got.len() < 59, "{got}");
+        let r = s.finish();
+        let reason = r.events[0].reason.as_deref().unwrap_or_default();
+        assert!(reason.contains("limit of 100 bytes"), "{r:?}");
     }
 }

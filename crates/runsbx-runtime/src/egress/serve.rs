@@ -185,6 +185,7 @@ fn one(shared: &Shared, mut client: TcpStream, id: u64) {
         ),
         _ => {
             let h = http::upstream_head(&head, &target);
+            shared.bytes.fetch_add(h.len() as u64, Ordering::SeqCst);
             (upstream.write_all(&h), h.len() as u64)
         }
     };
@@ -195,6 +196,12 @@ fn one(shared: &Shared, mut client: TcpStream, id: u64) {
     let (out, inn) = relay(shared, client, upstream, rest, body);
     event.bytes_out = head_bytes + out;
     event.bytes_in = inn;
+    if shared.bytes.load(Ordering::SeqCst) > limits.bytes {
+        event.reason = Some(format!(
+            "cut: the run's limit of {} bytes relayed was reached",
+            limits.bytes
+        ));
+    }
     shared.record(event);
 }
 
