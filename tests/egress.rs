@@ -627,3 +627,57 @@ fn the_escapes_stay_refused_with_the_flag_on_and_only_the_proxy_port_answers() {
     assert!(out.status.success(), "{}", stderr_of(&out));
     assert_session_escapes_refused(&String::from_utf8_lossy(&out.stdout));
 }
+
+#[test]
+fn a_tunnel_whose_tls_server_name_is_another_host_is_cut() {
+    let env = Env::new();
+    let echo = echo_server();
+    let code = format!(
+        r#"
+import ssl
+def hello(name):
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ssl.create_default_context().wrap_bio(inc, out, server_hostname=name)
+    try:
+        tls.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return out.read()
+for name in ["localhost", "LOCALHOST.", "vm"]:
+    h = hello(name)
+    s = socket.create_connection(("127.0.0.1", 3128))
+    s.sendall(b"CONNECT localhost:{echo} HTTP/1.1\r\n\r\n")
+    status = s.recv(4096).split(b"\r\n")[0].decode()
+    s.sendall(h)
+    back = b""
+    while len(back) < len(h):
+        got = s.recv(65536)
+        if not got:
+            break
+        back += got
+    print("sni-" + name, status, "echoed" if back == h else "cut (%d bytes back)" % len(back))
+"#
+    );
+    let (out, report) = run(&env, &local(&[echo]), &code);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let ok = "HTTP/1.1 200 Connection established echoed";
+    assert_eq!(answer(&out, "sni-localhost"), ok);
+    assert_eq!(answer(&out, "sni-LOCALHOST."), ok);
+    assert_eq!(
+        answer(&out, "sni-vm"),
+        "HTTP/1.1 200 Connection established cut (0 bytes back)"
+    );
+    let net = &report["net"];
+    assert_eq!(
+        (net["allowed"].as_u64(), net["refused"].as_u64()),
+        (Some(2), Some(1)),
+        "{net}"
+    );
+    assert!(
+        stderr_of(&out).contains(&format!(
+            "runsbx: net: refused CONNECT localhost:{echo}: the TLS server name (SNI) is vm, the CONNECT target localhost"
+        )),
+        "{}",
+        stderr_of(&out)
+    );
+}

@@ -15,14 +15,21 @@
 //! happens, in the report, and as a line on stderr after the run when
 //! refused.
 //!
-//! Not covered, by design: what flows inside an allowed tunnel (TLS is not
-//! intercepted: the SNI and the HTTP Host inside it are the workload's, so
-//! a CDN that routes on them can reach another of its sites: domain
-//! fronting), and what the workload sends to an allowed host (exfiltration
-//! there is allowed traffic). The byte and connection limits bound it.
+//! Inside a tunnel the proxy reads one thing, the server name (SNI) of a
+//! TLS ClientHello if the tunnel starts with one ([`tls`]): it must be the
+//! CONNECT target, or the tunnel is cut.
+//!
+//! Not covered, by design: the rest of what flows inside an allowed tunnel
+//! (TLS is not intercepted: the HTTP Host inside it is the workload's, so a
+//! front end that routes on it can reach another of its sites: domain
+//! fronting; so can an Encrypted Client Hello whose outer name is the
+//! allowed one), and what the workload sends to an allowed host
+//! (exfiltration there is allowed traffic). The byte and connection limits
+//! bound it.
 
 pub mod http;
 mod serve;
+pub mod tls;
 
 use std::fs::File;
 use std::net::{IpAddr, TcpListener, TcpStream};

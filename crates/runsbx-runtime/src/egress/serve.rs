@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::thread;
 
 use nix::sys::signal::{pthread_sigmask, SigSet, SigmaskHow};
-use runsbx_policy::egress::Host;
+use runsbx_policy::egress::{parse_host, Host};
 
 use super::http::{self, Head, Target};
+use super::tls::{self, Hello};
 use super::{Decision, Event, Shared};
 
 /// Spawns `f` on a thread that blocks every signal (so a signal to runsbx
@@ -192,10 +193,17 @@ fn one(shared: &Shared, mut client: TcpStream, id: u64) {
     if opened.is_err() {
         return shared.record(event);
     }
-    let body = (head.method != "CONNECT").then_some(body);
-    let (out, inn) = relay(shared, client, upstream, rest, body);
+    let what = match head.method.as_str() {
+        "CONNECT" => Relay::Tunnel(&target.host),
+        _ => Relay::Body(body),
+    };
+    let (out, inn, cut) = relay(shared, client, upstream, rest, what);
     event.bytes_out = head_bytes + out;
     event.bytes_in = inn;
+    if let Some(why) = cut {
+        event.decision = Decision::Refused;
+        event.reason = Some(why);
+    }
     if shared.bytes.load(Ordering::SeqCst) > limits.bytes {
         event.reason = Some(format!(
             "cut: the run's limit of {} bytes relayed was reached",
@@ -249,38 +257,95 @@ fn resolve(t: &Target) -> Result<Vec<SocketAddr>, String> {
     }
 }
 
-/// Relays until both sides are done: the workload's bytes upstream (all of
-/// them for a tunnel; for a forwarded request `body` bytes, then no more),
-/// the upstream's back. Returns (out, in).
+/// Relays until both sides are done: the workload's bytes upstream (for a
+/// forwarded request `Body(n)`: n bytes, then no more; for a tunnel, all of
+/// them once its first bytes pass [`tunnel_start`]), the upstream's back.
+/// Returns (out, in, why the tunnel was cut).
 fn relay(
     shared: &Shared,
     client: TcpStream,
     upstream: TcpStream,
     early: Vec<u8>,
-    body: Option<u64>,
-) -> (u64, u64) {
-    let (Ok(client_r), Ok(upstream_w)) = (client.try_clone(), upstream.try_clone()) else {
-        return (0, 0);
+    what: Relay,
+) -> (u64, u64, Option<String>) {
+    let (Ok(mut client_r), Ok(upstream_w)) = (client.try_clone(), upstream.try_clone()) else {
+        return (0, 0, None);
     };
     thread::scope(|s| {
-        let up = s.spawn(|| {
-            let mut r = io::Cursor::new(early).chain(client_r);
-            let n = match body {
-                // Stops: a second request pipelined after the first, sent
-                // to this upstream without a check.
-                Some(len) => copy(shared, &mut r.take(len), &upstream_w),
-                None => copy(shared, &mut r, &upstream_w),
-            };
-            if body.is_none() {
-                let _ = upstream_w.shutdown(std::net::Shutdown::Write);
+        let up = s.spawn(|| match what {
+            // Stops: a second request pipelined after the first, sent to
+            // this upstream without a check.
+            Relay::Body(len) => {
+                let mut r = io::Cursor::new(early).chain(client_r).take(len);
+                (copy(shared, &mut r, &upstream_w), None)
             }
-            n
+            Relay::Tunnel(host) => {
+                let first = match tunnel_start(early, &mut client_r, host) {
+                    Ok(first) => first,
+                    Err(why) => {
+                        let _ = upstream_w.shutdown(std::net::Shutdown::Both);
+                        let _ = client_r.shutdown(std::net::Shutdown::Both);
+                        return (0, Some(why));
+                    }
+                };
+                let mut r = io::Cursor::new(first).chain(client_r);
+                let n = copy(shared, &mut r, &upstream_w);
+                let _ = upstream_w.shutdown(std::net::Shutdown::Write);
+                (n, None)
+            }
         });
         let inn = copy(shared, &mut &upstream, &client);
         let _ = client.shutdown(std::net::Shutdown::Both);
         let _ = upstream.shutdown(std::net::Shutdown::Both);
-        (up.join().unwrap_or(0), inn)
+        let (out, cut) = up.join().unwrap_or((0, None));
+        (out, inn, cut)
     })
+}
+
+/// What the workload may send upstream after the request head.
+enum Relay<'a> {
+    /// A forwarded request's body of this many bytes.
+    Body(u64),
+    /// A CONNECT tunnel to this host.
+    Tunnel(&'a Host),
+}
+
+/// The tunnel's first bytes, read until they are known not to be a TLS
+/// ClientHello or a whole one is in: returned to be sent on, or refused.
+///
+/// Stops: a tunnel to an allowed name whose TLS server name (SNI) is
+/// another host, which a shared front end (a CDN, a cloud load balancer)
+/// would route to. Does not stop the same trick one layer down (an HTTP
+/// Host header inside the encrypted stream), nor an Encrypted Client Hello
+/// whose outer name is the allowed one: docs/sandbox.md, "Network".
+fn tunnel_start(mut buf: Vec<u8>, client: &mut TcpStream, host: &Host) -> Result<Vec<u8>, String> {
+    let mut chunk = [0u8; 4096];
+    loop {
+        match tls::client_hello(&buf) {
+            Hello::NotTls | Hello::Tls(None) => return Ok(buf),
+            Hello::Tls(Some(name)) => {
+                let sni =
+                    parse_host(&name).map_err(|e| format!("the TLS server name (SNI): {e}"))?;
+                if &sni != host {
+                    return Err(format!(
+                        "the TLS server name (SNI) is {sni}, the CONNECT target {host}"
+                    ));
+                }
+                return Ok(buf);
+            }
+            Hello::Malformed => {
+                return Err("a malformed TLS ClientHello (not one, or two server names)".into())
+            }
+            Hello::Partial if buf.len() >= tls::MAX_HELLO => {
+                return Err(format!("a TLS ClientHello over {} bytes", tls::MAX_HELLO))
+            }
+            Hello::Partial => match client.read(&mut chunk) {
+                // The client ended before a whole record: nothing to check.
+                Ok(0) | Err(_) => return Ok(buf),
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            },
+        }
+    }
 }
 
 /// Copies until EOF, an error, or the run's byte limit; the bytes copied.
