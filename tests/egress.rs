@@ -681,3 +681,92 @@ for name in ["localhost", "LOCALHOST.", "vm"]:
         stderr_of(&out)
     );
 }
+
+#[test]
+fn urllib_fetches_https_through_connect_with_tls_end_to_end() {
+    let env = Env::new();
+    // A certificate for localhost, made for this test, readable inside.
+    let dir = env.traversable_tmpdir();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    run_ok(
+        Command::new("openssl")
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            ])
+            .args([
+                "-subj",
+                "/CN=localhost",
+                "-addext",
+                "subjectAltName=DNS:localhost",
+            ])
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert),
+        "openssl req",
+    );
+    fs::set_permissions(&cert, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let server = format!(
+        r#"
+import http.server, ssl
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = ("tls ok " + self.path).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+srv = http.server.HTTPServer(("127.0.0.1", {port}), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain("{}", "{}")
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+srv.serve_forever()
+"#,
+        cert.display(),
+        key.display()
+    );
+    let mut srv = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(server)
+        .spawn()
+        .unwrap();
+    let _kill = KillOnDrop(&mut srv);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let code = format!(
+        r#"
+import ssl
+ctx = ssl.create_default_context(cafile="{}")
+print("https", urllib.request.urlopen("https://localhost:{port}/secure", context=ctx).read().decode())
+"#,
+        cert.display()
+    );
+    let mut flags = local(&[port]);
+    flags.extend(["--ro".into(), cert.display().to_string()]);
+    let (out, report) = run(&env, &flags, &code);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(answer(&out, "https"), "tls ok /secure");
+    let e = &report["net"]["events"][0];
+    assert_eq!(
+        (&e["method"], &e["host"], &e["decision"]),
+        (&"CONNECT".into(), &"localhost".into(), &"allowed".into()),
+        "{e}"
+    );
+}
+
+/// Kills and reaps a child when the test ends, passed or not.
+struct KillOnDrop<'a>(&'a mut std::process::Child);
+
+impl Drop for KillOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
