@@ -243,6 +243,7 @@ for name, host in [("literal", "127.0.0.1"), ("decimal", "2130706433"), ("octal"
 print("port", ask(b"CONNECT localhost:{other} HTTP/1.1\r\n\r\n", b"ping"))
 print("connect-host", ask(b"CONNECT localhost:{echo} HTTP/1.1\r\nHost: vm:{echo}\r\n\r\n", b"ping"))
 print("get-host", ask(b"GET http://localhost:{web}/x HTTP/1.1\r\nHost: vm\r\n\r\n"))
+print("bare-lf", ask(b"GET http://localhost:{web}/x HTTP/1.1\r\nX: a\nHost: vm\r\n\r\n"))
 print("smuggle", ask(b"GET http://localhost:{web}/x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"))
 print("https-get", ask(b"GET https://localhost:{web}/x HTTP/1.1\r\n\r\n"))
 print("other-name", ask(b"CONNECT vm:{echo} HTTP/1.1\r\n\r\n", b"ping"))
@@ -309,6 +310,7 @@ dns()
         &format!("the Host header names vm:80, the request localhost:{web}"),
     );
     refused("smuggle", "Transfer-Encoding");
+    refused("bare-lf", "a control character (0x0a) in the request head");
     refused("https-get", "only http:// URLs are forwarded");
     refused("other-name", "vm is not in --allow-net");
     for (name, want) in [
@@ -335,13 +337,13 @@ dns()
 
     let net = &report["net"];
     assert_eq!(net["allowed"], 0, "{net}");
-    assert_eq!(net["refused"], 14, "{net}");
+    assert_eq!(net["refused"], 15, "{net}");
     let stderr = stderr_of(&out);
     let lines: Vec<&str> = stderr
         .lines()
         .filter(|l| l.starts_with("runsbx: net: refused"))
         .collect();
-    assert_eq!(lines.len(), 14, "{stderr}");
+    assert_eq!(lines.len(), 15, "{stderr}");
     assert!(
         lines.contains(&format!(
             "runsbx: net: refused GET 127.0.0.1:{web}: 127.0.0.1 is an IP address not in --allow-net (allow names, or the address itself)"

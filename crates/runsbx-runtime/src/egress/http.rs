@@ -33,6 +33,24 @@ pub fn head_end(buf: &[u8]) -> Option<usize> {
 /// Parses a head (without its blank line's final CRLF requirement: the
 /// caller found it with [`head_end`]).
 pub fn parse_head(raw: &[u8]) -> Result<Head, String> {
+    // Stops: header injection and request smuggling through line ends the
+    // proxy and the upstream split differently (a bare LF the proxy passes
+    // inside one header value, which the server reads as a second header,
+    // `Host` included). Only CRLF ends a line; no other control character
+    // but tab appears anywhere.
+    for (i, &b) in raw.iter().enumerate() {
+        let crlf = match b {
+            b'\r' => raw.get(i + 1) == Some(&b'\n'),
+            b'\n' => i > 0 && raw[i - 1] == b'\r',
+            b'\t' => true,
+            _ => b >= 0x20 && b != 0x7f,
+        };
+        if !crlf {
+            return Err(format!(
+                "a control character (0x{b:02x}) in the request head"
+            ));
+        }
+    }
     let text = std::str::from_utf8(raw).map_err(|_| "a request head that is not UTF-8")?;
     let mut lines = text.split("\r\n");
     let line = lines.next().unwrap_or_default();
@@ -55,7 +73,8 @@ pub fn parse_head(raw: &[u8]) -> Result<Head, String> {
         let Some((name, value)) = l.split_once(':').filter(|_| !l.starts_with([' ', '\t'])) else {
             return Err(format!("a malformed header line {l:?}"));
         };
-        if name.is_empty() || name.bytes().any(|b| b.is_ascii_whitespace()) {
+        let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        if name.is_empty() || !name.bytes().all(tchar) {
             return Err(format!("a malformed header name {name:?}"));
         }
         headers.push((name.to_string(), value.trim().to_string()));
@@ -252,6 +271,11 @@ mod tests {
             "get http://a.com/ HTTP/1.1\r\n\r\n",
             "GET http://a.com/ HTTP/1.1\r\nX: y\r\n folded\r\n\r\n",
             "GET http://a.com/ HTTP/1.1\r\nBad Name: y\r\n\r\n",
+            "GET http://a.com/ HTTP/1.1\r\nX: a\nHost: b.com\r\n\r\n",
+            "GET http://a.com/ HTTP/1.1\r\nX: a\rHost: b.com\r\n\r\n",
+            "GET http://a.com/\x00 HTTP/1.1\r\n\r\n",
+            "GET http://a.com/ HTTP/1.1\r\nX: \x1b\r\n\r\n",
+            "GET http://a.com/ HTTP/1.1\r\nX(y): z\r\n\r\n",
         ] {
             assert!(parse_head(bad.as_bytes()).is_err(), "{bad:?}");
         }
