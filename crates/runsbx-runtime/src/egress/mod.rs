@@ -167,7 +167,23 @@ impl Shared {
     }
 
     /// Records `e`: counted, kept, and written to the status fd at once.
+    /// Records `e`: counted, and, among the first [`MAX_EVENTS`], kept
+    /// and written to the status fd at once. Stops: a workload flooding
+    /// its supervisor's status fd (or runsbx's memory) with refused
+    /// requests; the counts still cover every one.
     fn record(&self, e: Event) {
+        let mut r = self.report.lock().unwrap_or_else(|p| p.into_inner());
+        match e.decision {
+            Decision::Allowed => r.allowed += 1,
+            Decision::Refused => r.refused += 1,
+            Decision::Failed => r.failed += 1,
+        }
+        r.bytes_out += e.bytes_out;
+        r.bytes_in += e.bytes_in;
+        if r.events.len() >= MAX_EVENTS {
+            r.events_dropped += 1;
+            return;
+        }
         if let Some(f) = self
             .status
             .lock()
@@ -182,19 +198,7 @@ impl Shared {
             use std::io::Write;
             let _ = f.write_all(line.as_bytes());
         }
-        let mut r = self.report.lock().unwrap_or_else(|p| p.into_inner());
-        match e.decision {
-            Decision::Allowed => r.allowed += 1,
-            Decision::Refused => r.refused += 1,
-            Decision::Failed => r.failed += 1,
-        }
-        r.bytes_out += e.bytes_out;
-        r.bytes_in += e.bytes_in;
-        if r.events.len() < MAX_EVENTS {
-            r.events.push(e);
-        } else {
-            r.events_dropped += 1;
-        }
+        r.events.push(e);
     }
 }
 
