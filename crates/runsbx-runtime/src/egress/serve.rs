@@ -34,6 +34,8 @@ pub(super) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             return;
         }
         let Ok((client, _)) = client else {
+            // Out of descriptors or memory: wait rather than spin.
+            thread::sleep(std::time::Duration::from_millis(10));
             continue;
         };
         let limits = shared.proxy.limits;
@@ -113,72 +115,13 @@ fn one(shared: &Shared, mut client: TcpStream, id: u64) {
         }
     };
     let mut event = Event::refused(&head.method, &head.target, String::new());
-    let target = match head.target() {
-        Ok(t) => t,
-        Err(reason) => {
-            event.reason = Some(reason);
-            return refuse(shared, client, "400 Bad Request", event);
-        }
+    let (target, body, mut upstream) = match decide(shared, &head, &mut event) {
+        Ok(v) => v,
+        Err(status) => return refuse(shared, client, status, event),
     };
-    event.host = target.host.to_string();
-    event.port = target.port;
-    // Checked before anything is resolved: a refused name is never looked
-    // up (a lookup is itself a way to signal out, through DNS).
-    if let Err(reason) = shared.proxy.allow.permits(&target.host, target.port) {
-        event.reason = Some(reason);
-        return refuse(shared, client, "403 Forbidden", event);
-    }
-    if shared.requests.fetch_add(1, Ordering::SeqCst) >= limits.requests {
-        event.reason = Some(format!(
-            "more than {} requests in this run",
-            limits.requests
-        ));
-        return refuse(shared, client, "403 Forbidden", event);
-    }
-    let body = match head.method.as_str() {
-        "CONNECT" => 0,
-        _ => match http::body_length(&head) {
-            Ok(n) => n,
-            Err(reason) => {
-                event.reason = Some(reason);
-                return refuse(shared, client, "400 Bad Request", event);
-            }
-        },
-    };
-    let addrs = match resolve(&target) {
-        Ok(a) => a,
-        Err(reason) => {
-            event.decision = Decision::Failed;
-            event.reason = Some(reason);
-            return refuse(shared, client, "502 Bad Gateway", event);
-        }
-    };
-    event.addresses = addrs.iter().map(SocketAddr::ip).collect();
-    // Every address, not only the one connected to: a resolver answer that
-    // mixes a public and a private address refuses the name.
-    for a in &addrs {
-        if let Err(reason) = shared.proxy.allow.address_ok(a.ip(), &shared.own) {
-            event.reason = Some(format!("{} resolves to {reason}", target.host));
-            return refuse(shared, client, "403 Forbidden", event);
-        }
-    }
-    // Exactly the addresses checked above: no second lookup.
-    let upstream = addrs
-        .iter()
-        .find_map(|a| TcpStream::connect_timeout(a, limits.connect).ok());
-    let Some(mut upstream) = upstream else {
-        event.decision = Decision::Failed;
-        event.reason = Some("no address of the host accepted a connection".into());
-        return refuse(shared, client, "502 Bad Gateway", event);
-    };
-    if let Ok(peer) = upstream.peer_addr() {
-        event.addresses = vec![peer.ip()];
-    }
     let _ = upstream.set_read_timeout(Some(limits.idle));
     let _ = upstream.set_write_timeout(Some(limits.idle));
     shared.track(id, &upstream);
-    event.decision = Decision::Allowed;
-    event.reason = None;
     let (opened, head_bytes) = match head.method.as_str() {
         "CONNECT" => (
             client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n"),
@@ -211,6 +154,78 @@ fn one(shared: &Shared, mut client: TcpStream, id: u64) {
         ));
     }
     shared.record(event);
+}
+
+/// The policy applied to one request: its target, the body length it may
+/// send, and the upstream connected to; or the HTTP status of the refusal,
+/// whose reason is in `event` (filled in as the checks go).
+fn decide(
+    shared: &Shared,
+    head: &Head,
+    event: &mut Event,
+) -> Result<(Target, u64, TcpStream), &'static str> {
+    let limits = shared.proxy.limits;
+    let mut refuse = |status, reason: String| {
+        event.reason = Some(reason);
+        Err(status)
+    };
+    let target = match head.target() {
+        Ok(t) => t,
+        Err(reason) => return refuse("400 Bad Request", reason),
+    };
+    event.host = target.host.to_string();
+    event.port = target.port;
+    // Checked before anything is resolved: a refused name is never looked
+    // up (a lookup is itself a way to signal out, through DNS).
+    if let Err(reason) = shared.proxy.allow.permits(&target.host, target.port) {
+        return refuse("403 Forbidden", reason);
+    }
+    if shared.requests.fetch_add(1, Ordering::SeqCst) >= limits.requests {
+        let reason = format!("more than {} requests in this run", limits.requests);
+        return refuse("403 Forbidden", reason);
+    }
+    let body = match head.method.as_str() {
+        "CONNECT" => 0,
+        _ => match http::body_length(head) {
+            Ok(n) => n,
+            Err(reason) => return refuse("400 Bad Request", reason),
+        },
+    };
+    let addrs = match resolve(&target) {
+        Ok(a) => a,
+        Err(reason) => {
+            event.decision = Decision::Failed;
+            return refuse("502 Bad Gateway", reason);
+        }
+    };
+    event.addresses = addrs.iter().map(SocketAddr::ip).collect();
+    // Every address, not only the one connected to: a resolver answer that
+    // mixes a public and a private address refuses the name.
+    for a in &addrs {
+        if let Err(reason) = shared.proxy.allow.address_ok(a.ip(), &shared.own) {
+            return refuse(
+                "403 Forbidden",
+                format!("{} resolves to {reason}", target.host),
+            );
+        }
+    }
+    // Exactly the addresses checked above: no second lookup.
+    let upstream = addrs
+        .iter()
+        .find_map(|a| TcpStream::connect_timeout(a, limits.connect).ok());
+    let Some(upstream) = upstream else {
+        event.decision = Decision::Failed;
+        return refuse(
+            "502 Bad Gateway",
+            "no address of the host accepted a connection".into(),
+        );
+    };
+    if let Ok(peer) = upstream.peer_addr() {
+        event.addresses = vec![peer.ip()];
+    }
+    event.decision = Decision::Allowed;
+    event.reason = None;
+    Ok((target, body, upstream))
 }
 
 /// The request head, parsed, and the bytes read past it; `Err(None)` when
