@@ -772,3 +772,38 @@ impl Drop for KillOnDrop<'_> {
         let _ = self.0.wait();
     }
 }
+
+#[test]
+fn bad_uses_of_the_flag_are_one_line_errors_before_anything_runs() {
+    let env = Env::new();
+    for (flags, needle) in [
+        (
+            &["--allow-net", "pypi.org:99999"][..],
+            "--allow-net \"pypi.org:99999\": \"99999\" is not a port (1-65535)",
+        ),
+        (
+            &[
+                "--allow-net",
+                "pypi.org",
+                "--allow-net-range",
+                "10.0.0.0/33",
+            ],
+            "--allow-net-range \"10.0.0.0/33\": prefix length must be 0-32",
+        ),
+        (
+            &["--allow-net", "pypi.org", "--isolation", "landlock"],
+            "--allow-net needs the namespaces mode",
+        ),
+    ] {
+        let out = sandbox(&env, flags, &["/bin/true"]);
+        assert_one_line_error(&out, needle);
+        assert_eq!(
+            out.status.code(),
+            Some(125),
+            "{flags:?}: {}",
+            stderr_of(&out)
+        );
+    }
+    let out = sandbox(&env, &["--allow-net-range", "127.0.0.0/8"], &["/bin/true"]);
+    assert_one_line_error(&out, "--allow-net-range needs --allow-net");
+}

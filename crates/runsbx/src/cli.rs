@@ -517,7 +517,7 @@ pub struct SandboxFlags {
     pub allow_net: Vec<String>,
     /// Let the proxy connect to addresses in CIDR (`127.0.0.0/8`, `fd00::/8`)
     /// although they are not public; repeatable. Needs --allow-net.
-    #[arg(long, value_name = "CIDR", requires = "allow_net")]
+    #[arg(long, value_name = "CIDR")]
     pub allow_net_range: Vec<String>,
     /// The command and its arguments.
     #[arg(required = true, last = true, value_name = "CMD")]

@@ -54,6 +54,9 @@ impl From<&SandboxFlags> for SandboxRequest {
 /// without `--allow-net`.
 pub fn egress(f: &SandboxFlags) -> Result<Option<runsbx_runtime::egress::Proxy>> {
     if f.allow_net.is_empty() {
+        if !f.allow_net_range.is_empty() {
+            bail!("--allow-net-range needs --allow-net: it widens the proxy's policy, and there is no proxy without a list");
+        }
         return Ok(None);
     }
     let allow = runsbx_policy::egress::Allowlist::parse(&f.allow_net, &f.allow_net_range)
