@@ -13,6 +13,7 @@ mod cve;
 mod denials;
 mod differential;
 mod docs;
+mod egress;
 mod engines;
 mod faults;
 mod guard;

@@ -111,6 +111,47 @@ fn user_sandbox_runs_python_and_every_layer_holds() {
 
 #[test]
 #[ignore = "runs as an ordinary user: root_runs_the_user_half_as_an_ordinary_user runs it"]
+fn user_sandbox_allow_net_reaches_an_allowed_local_server_only() {
+    require_user();
+    let env = Env::any_user();
+    // A one-answer HTTP server on 127.0.0.1, this test's "internet".
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut c in l.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = c.read(&mut buf);
+            let _ = c.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nrootles");
+        }
+    });
+    let allow = format!("localhost:{port}");
+    let code = format!(
+        r#"
+import urllib.request
+print("get", urllib.request.urlopen("http://localhost:{port}/").read().decode())
+attempt("direct", lambda: socket.create_connection(("127.0.0.1", {port}), timeout=2))
+attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
+"#
+    );
+    let out = sandbox(
+        &env,
+        &["--allow-net", &allow, "--allow-net-range", "127.0.0.0/8"],
+        &["/usr/bin/python3", "-c", &py_attempts(&code)],
+    );
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let got = escapes(&out);
+    for (name, want) in [("get", "rootles"), ("direct", "EACCES"), ("udp", "EPERM")] {
+        assert_eq!(
+            got.get(name).map(String::as_str),
+            Some(want),
+            "{name}: {got:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "runs as an ordinary user: root_runs_the_user_half_as_an_ordinary_user runs it"]
 fn user_sandbox_scrubs_the_environment_and_closes_inherited_fds() {
     require_user();
     let env = Env::any_user();

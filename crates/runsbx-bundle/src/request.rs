@@ -25,6 +25,10 @@ pub struct SandboxRequest {
     pub rlimits: Vec<String>,
     /// The seccomp profile (`--profile`).
     pub profile: runsbx_policy::profile::Profile,
+    /// `--allow-net`: the workload may connect to runsbx's HTTP proxy on
+    /// 127.0.0.1 (runsbx_policy::egress::PROXY_PORT) and finds it in
+    /// HTTP_PROXY and its kin; nothing else of the network changes.
+    pub proxy: bool,
     /// runsbx's state root (`--root`): a workdir that overlaps it is refused.
     pub state_root: Option<PathBuf>,
 }

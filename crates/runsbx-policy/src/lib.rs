@@ -6,6 +6,7 @@
 //! - [`profile`]: the default sandbox profiles used by `runsbx gen`.
 #![forbid(unsafe_code)]
 
+pub mod egress;
 pub mod landlock;
 pub mod profile;
 pub mod seccomp;

@@ -274,6 +274,8 @@ const PR_GET_NO_NEW_PRIVS: u64 = 39;
 const ARCH_SET_FS: u64 = 0x1002;
 const ARCH_GET_FS: u64 = 0x1003;
 const AF_UNIX: u64 = 1;
+const AF_INET: u64 = 2;
+const IPPROTO_TCP: u64 = 6;
 const AF_NETLINK: u64 = 16;
 const NETLINK_ROUTE: u64 = 0;
 const SOCK_STREAM: u64 = 1;
@@ -408,6 +410,24 @@ fn allow_unix_stream(name: &str) -> LinuxSyscall {
                 SOCK_TYPE_MASK,
                 Some(SOCK_STREAM),
             ),
+        ],
+    )
+}
+
+/// Allows `socket(family, ty, proto)`, `ty` with or without SOCK_NONBLOCK
+/// and SOCK_CLOEXEC.
+fn allow_socket(family: u64, ty: u64, proto: u64) -> LinuxSyscall {
+    allow(
+        &["socket"],
+        vec![
+            arg(0, LinuxSeccompOperator::ScmpCmpEq, family, None),
+            arg(
+                1,
+                LinuxSeccompOperator::ScmpCmpMaskedEq,
+                SOCK_TYPE_MASK,
+                Some(ty),
+            ),
+            arg(2, LinuxSeccompOperator::ScmpCmpEq, proto, None),
         ],
     )
 }
@@ -639,19 +659,7 @@ pub fn kernel_seccomp() -> LinuxSeccomp {
         ));
     }
     syscalls.push(allow_unix_stream("socket"));
-    syscalls.push(allow(
-        &["socket"],
-        vec![
-            arg(0, LinuxSeccompOperator::ScmpCmpEq, AF_NETLINK, None),
-            arg(
-                1,
-                LinuxSeccompOperator::ScmpCmpMaskedEq,
-                SOCK_TYPE_MASK,
-                Some(SOCK_RAW),
-            ),
-            arg(2, LinuxSeccompOperator::ScmpCmpEq, NETLINK_ROUTE, None),
-        ],
-    ));
+    syscalls.push(allow_socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE));
     syscalls.push(allow(
         &[
             "bind",
@@ -666,6 +674,30 @@ pub fn kernel_seccomp() -> LinuxSeccomp {
         ],
         Vec::new(),
     ));
+    p.set_syscalls(Some(syscalls));
+    p
+}
+
+/// What `--allow-net` adds to a profile: a TCP client over IPv4, for the
+/// proxy on 127.0.0.1 (runsbx_policy::egress).
+///
+/// - `socket(AF_INET, SOCK_STREAM, 0 or IPPROTO_TCP)`: not MPTCP (protocol
+///   262), UDP, raw, IPv6 or any other family: Landlock's TCP rules do not
+///   see those, so they stay refused here (EPERM).
+/// - `connect`, `getsockopt`, `setsockopt`. Not `bind`, `listen`, `accept`:
+///   the workload serves nothing (Landlock also refuses TCP bind).
+///
+/// Which port `connect` reaches is Landlock's (connect_tcp on the proxy's
+/// port only, [`crate::landlock::LandlockPolicy::connect_port`]), and which
+/// hosts is the network namespace's: it holds only `lo`, where the proxy is
+/// the only listener. Even a connect Landlock does not see (TCP Fast Open's
+/// `sendto`) reaches nothing else.
+pub fn with_tcp_client(mut p: LinuxSeccomp) -> LinuxSeccomp {
+    let mut syscalls = p.syscalls().clone().unwrap_or_default();
+    for proto in [0, IPPROTO_TCP] {
+        syscalls.push(allow_socket(AF_INET, SOCK_STREAM, proto));
+    }
+    syscalls.push(allow(&["connect", "getsockopt", "setsockopt"], Vec::new()));
     p.set_syscalls(Some(syscalls));
     p
 }

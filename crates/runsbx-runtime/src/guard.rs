@@ -58,6 +58,9 @@ pub struct Outcome {
     /// `--report-denials`: what seccomp and Landlock refused.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub denials: Option<crate::denials::DenialReport>,
+    /// `--allow-net`: what the proxy allowed and refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub net: Option<crate::egress::Report>,
 }
 
 impl Outcome {
@@ -74,6 +77,7 @@ impl Outcome {
             cpu_system_ms: 0,
             message: Some(message),
             denials: None,
+            net: None,
         }
     }
 
@@ -104,6 +108,7 @@ impl Outcome {
             cpu_system_ms: done.usage.system.as_millis() as u64,
             message: None,
             denials: None,
+            net: None,
         }
     }
 }

@@ -15,6 +15,7 @@ mod container;
 pub mod delegation;
 mod denials;
 pub mod direct;
+pub mod egress;
 mod error;
 pub mod events;
 pub mod executor;

@@ -10,6 +10,7 @@
 //! that joins its namespaces. Like runc, a failure fails `create`.
 
 use std::fs::File;
+use std::net::{Ipv4Addr, TcpListener};
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 
@@ -25,29 +26,57 @@ pub fn loopback_up(spec: &Spec, init: Pid) -> Result<()> {
     if !facts::is_new_namespace(spec, LinuxNamespaceType::Network) {
         return Ok(());
     }
-    let open = |kind: &str| {
-        let path = format!("/proc/{init}/ns/{kind}");
-        File::open(&path).map_err(|e| RuntimeError::io(format!("loopback: open {path}"), e))
-    };
-    let net = open("net")?;
-    let user = open("user")?;
-    // Join the container's user namespace only when it has its own
-    // (rootless, or a userns spec): setns to one's own fails with EINVAL.
-    let own = std::fs::metadata("/proc/self/ns/user")
-        .map_err(|e| RuntimeError::io("loopback: stat /proc/self/ns/user", e))?;
-    let theirs = user
-        .metadata()
-        .map_err(|e| RuntimeError::io(format!("loopback: stat /proc/{init}/ns/user"), e))?;
-    let join_user = (own.dev(), own.ino()) != (theirs.dev(), theirs.ino());
-    crate::sys::netdev::set_up_in(join_user.then(|| user.as_fd()), net.as_fd(), "lo").map_err(|f| {
-        RuntimeError::Sys {
+    let (net, user) = namespaces(init, "loopback")?;
+    crate::sys::netdev::set_up_in(user.as_ref().map(|u| u.as_fd()), net.as_fd(), "lo").map_err(
+        |f| RuntimeError::Sys {
             context: format!(
                 "bringing up loopback in the container's network namespace: {}",
                 f.step
             ),
             err: f.errno,
-        }
-    })
+        },
+    )
+}
+
+/// A TCP listener on `127.0.0.1:port` in the network namespace of `init`,
+/// served from runsbx's own (`--allow-net`'s proxy). Call it once `lo` is
+/// up and before the workload starts, so the port listens from its first
+/// instruction.
+pub fn listen_in(init: Pid, port: u16) -> Result<TcpListener> {
+    let (net, user) = namespaces(init, "proxy")?;
+    let fd = crate::sys::netdev::listen_in(
+        user.as_ref().map(|u| u.as_fd()),
+        net.as_fd(),
+        Ipv4Addr::LOCALHOST,
+        port,
+    )
+    .map_err(|f| RuntimeError::Sys {
+        context: format!(
+            "listening on 127.0.0.1:{port} in the container's network namespace: {}",
+            f.step
+        ),
+        err: f.errno,
+    })?;
+    Ok(TcpListener::from(fd))
+}
+
+/// `init`'s network namespace, and its user namespace when it is not
+/// runsbx's own (rootless, or a userns spec): setns to one's own fails with
+/// EINVAL. `what` prefixes the errors.
+fn namespaces(init: Pid, what: &str) -> Result<(File, Option<File>)> {
+    let open = |kind: &str| {
+        let path = format!("/proc/{init}/ns/{kind}");
+        File::open(&path).map_err(|e| RuntimeError::io(format!("{what}: open {path}"), e))
+    };
+    let net = open("net")?;
+    let user = open("user")?;
+    let own = std::fs::metadata("/proc/self/ns/user")
+        .map_err(|e| RuntimeError::io(format!("{what}: stat /proc/self/ns/user"), e))?;
+    let theirs = user
+        .metadata()
+        .map_err(|e| RuntimeError::io(format!("{what}: stat /proc/{init}/ns/user"), e))?;
+    let join_user = (own.dev(), own.ino()) != (theirs.dev(), theirs.ino());
+    Ok((net, join_user.then_some(user)))
 }
 
 #[cfg(test)]

@@ -99,6 +99,9 @@ pub struct Sandbox {
     /// Check from the host, after create and after start, that the workload
     /// looks like a sandbox (on unless `--no-posture-check`).
     pub posture_check: bool,
+    /// `--allow-net`: serve the workload an HTTP proxy with this policy
+    /// (runsbx_runtime::egress); sets `request.proxy`.
+    pub egress: Option<runsbx_runtime::egress::Proxy>,
 }
 
 impl Sandbox {
@@ -114,6 +117,7 @@ impl Sandbox {
             pid_file: None,
             self_test: false,
             posture_check: true,
+            egress: None,
         }
     }
 
@@ -128,6 +132,7 @@ impl Sandbox {
             ("--id", self.id.is_some()),
             ("--report-denials", sup.report_denials),
             ("--jupyter", self.jupyter.is_some()),
+            ("--allow-net", self.egress.is_some()),
         ]
         .into_iter()
         .find_map(|(flag, set)| set.then_some(flag))
@@ -156,6 +161,15 @@ pub fn run(rt: &Runtime, sandbox: Sandbox, mut sup: Supervision) -> Result<Outco
     }
     let mut req = sandbox.request;
     req.state_root = Some(rt.root.clone());
+    if sandbox.jupyter.is_some() && sandbox.egress.is_some() {
+        return Err(SandboxError::Message(
+            "--allow-net and --jupyter cannot be combined".into(),
+        ));
+    }
+    req.proxy = sandbox.egress.is_some();
+    // The proxy listens on the container's loopback: it must be up.
+    let loopback_down = sandbox.egress.is_none();
+    sup.egress = sandbox.egress;
     let cache = rt.root.join(".discovery");
     if sandbox.isolation == Mode::Landlock {
         let Prepared {
@@ -175,7 +189,7 @@ pub fn run(rt: &Runtime, sandbox: Sandbox, mut sup: Supervision) -> Result<Outco
             Some(_) => Profile::Jupyter,
             None => req.profile,
         };
-        selftest::check(rt, None, None, profile)
+        selftest::check(rt, None, None, profile, req.proxy)
             .and_then(selftest::Verdict::passed)
             .map_err(|e| e.flag("--self-test"))?;
     }
@@ -227,7 +241,7 @@ pub fn run(rt: &Runtime, sandbox: Sandbox, mut sup: Supervision) -> Result<Outco
             .unwrap_or_else(|| format!("sandbox-{}", std::process::id())),
         bundle: bundle.dir.0.clone(),
         pid_file: sandbox.pid_file,
-        loopback_down: true,
+        loopback_down,
         keep_affinity: true,
         ..Default::default()
     };

@@ -6,6 +6,7 @@
 //! the attempt failed; a missing line (probe killed, not started, check
 //! skipped) is a failure, as is a probe exit status other than 0.
 
+use runsbx_policy::egress;
 use runsbx_policy::profile::Profile;
 use std::fs;
 use std::io::Read;
@@ -21,8 +22,35 @@ use crate::{Result, SandboxError};
 use runsbx_runtime::supervise::{self, foreground, sandbox_posture, Supervision};
 use runsbx_runtime::{CreateOptions, Runtime};
 
+/// The check that must succeed under `--allow-net`: the proxy's port.
+fn reach_proxy() -> String {
+    format!("tcp-connect:127.0.0.1:{}", egress::PROXY_PORT)
+}
+
+/// Under `--allow-net`: the proxy's port is reached (a connection without a
+/// request, which the proxy drops), and nothing else is: the socket kinds
+/// Landlock's TCP rules do not see, binding, DNS inside.
+fn egress_checks() -> Vec<(String, &'static str)> {
+    let port = egress::PROXY_PORT;
+    vec![
+        (reach_proxy(), "reach the proxy's port"),
+        (
+            format!("tcp-connect:127.0.0.1:{}", port + 1),
+            "TCP connect to another loopback port",
+        ),
+        (
+            format!("tcp-bind:127.0.0.1:{}", port + 1),
+            "bind a TCP port",
+        ),
+        (format!("mptcp:127.0.0.1:{port}"), "MPTCP connect"),
+        ("socket:inet6,stream".into(), "open a TCP/IPv6 socket"),
+        ("socket:inet,raw,1".into(), "open a raw socket"),
+        ("udp-sendto:127.0.0.1:53".into(), "send a DNS query"),
+    ]
+}
+
 /// (probe check, what it shows when it succeeds)
-fn checks(workdir: &Path, profile: Profile) -> Vec<(String, &'static str)> {
+fn checks(workdir: &Path, profile: Profile, net: bool) -> Vec<(String, &'static str)> {
     let dropped = workdir.join("dropped");
     let dropped = dropped.display();
     // The Jupyter profile allows a NETLINK_ROUTE socket by design (libzmq
@@ -66,6 +94,9 @@ fn checks(workdir: &Path, profile: Profile) -> Vec<(String, &'static str)> {
         ("io-uring-setup".into(), "io_uring"),
         ("proc-list".into(), "see processes in /proc"),
     ];
+    if net {
+        checks.extend(egress_checks());
+    }
     // The probe's last two: exec is its final check.
     checks.extend(netlink);
     checks.extend([
@@ -138,8 +169,9 @@ fn probe_command(
     probe: &Path,
     work: &Path,
     profile: Profile,
+    net: bool,
 ) -> (Vec<(String, &'static str)>, Vec<String>) {
-    let checks = checks(work, profile);
+    let checks = checks(work, profile, net);
     let mut command = vec![probe.display().to_string()];
     command.extend(checks.iter().map(|(c, _)| c.clone()));
     (checks, command)
@@ -147,16 +179,18 @@ fn probe_command(
 
 /// Runs the probe in a container (the `sandbox` bundle, or a copy of
 /// `bundle_dir`'s with the probe as its process) under the sandbox posture,
-/// with `profile`'s policy.
+/// with `profile`'s policy; `net`: as `--allow-net` makes it, with the
+/// proxy serving (an empty allowlist: it refuses every request).
 pub fn check(
     rt: &Runtime,
     probe: Option<&Path>,
     bundle_dir: Option<&Path>,
     profile: Profile,
+    net: bool,
 ) -> Result<Verdict> {
     let probe = find_probe(probe)?;
     let work = workdir()?;
-    let (checks, command) = probe_command(&probe, &work.0, profile);
+    let (checks, command) = probe_command(&probe, &work.0, profile, net);
 
     let bundle: Materialized = match bundle_dir {
         None => {
@@ -164,6 +198,7 @@ pub fn check(
                 workdir: Some(work.0.clone()),
                 command: command.clone(),
                 profile,
+                proxy: net,
                 ..Default::default()
             };
             materialize(prepare(&req, None)?.config)?
@@ -177,12 +212,13 @@ pub fn check(
         bundle: bundle.dir.0.clone(),
         stdio: Some(stdio),
         // As `sandbox` runs it.
-        loopback_down: true,
+        loopback_down: !net,
         keep_affinity: true,
         ..Default::default()
     };
     let sup = Supervision {
         posture: Some(sandbox_posture()),
+        egress: net.then(runsbx_runtime::egress::Proxy::default),
         ..Default::default()
     };
     let outcome = foreground(rt, opts, None, false, sup);
@@ -206,7 +242,7 @@ pub fn check_direct(rt: &Runtime, probe: Option<&Path>) -> Result<Verdict> {
     runsbx_runtime::direct::available()?;
     let probe = find_probe(probe)?;
     let work = workdir()?;
-    let (checks, command) = probe_command(&probe, &work.0, Profile::Default);
+    let (checks, command) = probe_command(&probe, &work.0, Profile::Default, false);
     let req = SandboxRequest {
         workdir: Some(work.0.clone()),
         command,
@@ -253,6 +289,17 @@ fn judge(checks: &[(String, &'static str)], output: &str, status: i32) -> Verdic
         let line = results.iter().find(|r| r["check"] == check.as_str());
         let blocked = match line {
             None => Err("no result (the probe did not report it)".to_string()),
+            // The one check that must succeed: `--allow-net`'s proxy port.
+            Some(r) if *check == reach_proxy() => match r["ok"] == true {
+                true => {
+                    report.push_str(&format!("ok    {meaning}: reached\n"));
+                    continue;
+                }
+                false => Err(format!(
+                    "not reached ({})",
+                    r["errno"].as_str().unwrap_or("?")
+                )),
+            },
             Some(r) if r["ok"] == false => Ok(r["errno"].as_str().unwrap_or("?").to_string()),
             // A pid namespace shows the probe only itself.
             Some(r) if check == "proc-list" && r["ret"].as_i64().is_some_and(|n| n <= 1) => {
@@ -365,8 +412,33 @@ mod tests {
     }
 
     #[test]
+    fn under_allow_net_the_proxy_port_must_be_reached_and_nothing_else() {
+        let checks = checks(Path::new("/w"), Profile::Default, true);
+        let answers = |proxy_ok: bool, other_ok: bool| -> String {
+            checks
+                .iter()
+                .map(|(c, _)| match *c == reach_proxy() {
+                    true => line(c, proxy_ok, ""),
+                    false => line(c, other_ok && c.contains("3129"), r#","errno":"EACCES""#),
+                })
+                .map(|l| l + "\n")
+                .collect()
+        };
+        let v = judge(&checks, &answers(true, false), 0);
+        assert!(v.failed.is_empty(), "{:?}", v.failed);
+        assert!(v.report.contains("ok    reach the proxy's port: reached\n"));
+        let v = judge(&checks, &answers(false, false), 0);
+        assert_eq!(v.failed, vec!["reach the proxy's port"]);
+        let v = judge(&checks, &answers(true, true), 0);
+        assert_eq!(
+            v.failed,
+            vec!["TCP connect to another loopback port", "bind a TCP port"]
+        );
+    }
+
+    #[test]
     fn judge_needs_every_check_blocked_and_a_clean_exit() {
-        let checks = checks(Path::new("/w"), Profile::Default);
+        let checks = checks(Path::new("/w"), Profile::Default, false);
         let all_blocked: String = checks
             .iter()
             .map(|(c, _)| line(c, false, r#","errno":"EPERM""#) + "\n")

@@ -13,8 +13,9 @@ use runsbx_bundle::{
     parse_rlimit_flag, scrub_env, write_bundle, Discovery, GenerateOptions, SandboxRequest,
     DEFAULT_PATH, NOBODY, USER_DB,
 };
+use runsbx_policy::egress;
 use runsbx_policy::landlock::LandlockPolicy;
-use runsbx_policy::profile::Profile;
+use runsbx_policy::profile::{with_tcp_client, Profile};
 
 use crate::{Result, SandboxError};
 use runsbx_runtime::premount;
@@ -105,11 +106,13 @@ pub fn prepare(req: &SandboxRequest, cache: Option<&Path>) -> Result<Prepared> {
         .map_err(|e| SandboxError::step(format!("--workdir {}", workdir.display()), e))?;
     let ids = host_ids(invoker, &workdir, (meta.uid(), meta.gid()))?;
 
-    let explicit = req
-        .env
-        .iter()
-        .map(|e| parse_env_flag(e))
-        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let mut explicit = match req.proxy {
+        true => egress::proxy_env(),
+        false => Vec::new(),
+    };
+    for e in &req.env {
+        explicit.push(parse_env_flag(e)?);
+    }
     let env = scrub_env(std::env::vars(), &explicit, &workdir);
     let rlimits = merge_rlimits(
         &req.rlimits
@@ -127,12 +130,19 @@ pub fn prepare(req: &SandboxRequest, cache: Option<&Path>) -> Result<Prepared> {
         Profile::Default => landlock,
         Profile::Jupyter => landlock.list_proc(),
     };
+    let (landlock, seccomp) = match req.proxy {
+        true => (
+            landlock.connect_port(egress::PROXY_PORT),
+            with_tcp_client(req.profile.seccomp()),
+        ),
+        false => (landlock, req.profile.seccomp()),
+    };
     let options = GenerateOptions {
         workdir,
         env,
         host_ids: ids,
         rlimits,
-        seccomp: Some(serde_json::to_value(req.profile.seccomp())?),
+        seccomp: Some(serde_json::to_value(seccomp)?),
         landlock: Some(landlock.to_json()),
         net: false,
     };

@@ -509,6 +509,16 @@ pub struct SandboxFlags {
     /// workdir, for a Jupyter kernel; see docs/sandbox.md).
     #[arg(long, value_enum, default_value_t = Profile::Default, value_name = "NAME")]
     pub profile: Profile,
+    /// Give the sandbox an HTTP proxy run by runsbx (HTTP_PROXY and its kin
+    /// set inside) that connects only to HOST[:PORT] (`*.SUFFIX` for its
+    /// subdomains, an IP address, `[IPV6]`; ports 80 and 443 when none);
+    /// repeatable. See docs/sandbox.md, "Network".
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub allow_net: Vec<String>,
+    /// Let the proxy connect to addresses in CIDR (`127.0.0.0/8`, `fd00::/8`)
+    /// although they are not public; repeatable. Needs --allow-net.
+    #[arg(long, value_name = "CIDR")]
+    pub allow_net_range: Vec<String>,
     /// The command and its arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -662,6 +672,11 @@ pub struct Selftest {
     #[arg(long, value_enum, default_value_t = Profile::Default, value_name = "NAME",
           conflicts_with_all = ["bundle", "no_userns"])]
     pub profile: Profile,
+    /// Test the sandbox as `sandbox --allow-net` makes it: its proxy's port
+    /// must be reachable, and nothing else (other ports, UDP, DNS, raw,
+    /// IPv6, MPTCP sockets, TCP bind).
+    #[arg(long, conflicts_with_all = ["bundle", "no_userns", "profile"])]
+    pub allow_net: bool,
 }
 
 #[derive(Debug, Args)]

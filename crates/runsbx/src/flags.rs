@@ -44,9 +44,27 @@ impl From<&SandboxFlags> for SandboxRequest {
             env: f.inside.env.clone(),
             rlimits: f.inside.rlimit.clone(),
             profile: profile(f.profile),
+            proxy: !f.allow_net.is_empty(),
             state_root: None,
         }
     }
+}
+
+/// `--allow-net` and `--allow-net-range` as the proxy's policy; `None`
+/// without `--allow-net`.
+pub fn egress(f: &SandboxFlags) -> Result<Option<runsbx_runtime::egress::Proxy>> {
+    if f.allow_net.is_empty() {
+        if !f.allow_net_range.is_empty() {
+            bail!("--allow-net-range needs --allow-net: it widens the proxy's policy, and there is no proxy without a list");
+        }
+        return Ok(None);
+    }
+    let allow = runsbx_policy::egress::Allowlist::parse(&f.allow_net, &f.allow_net_range)
+        .map_err(anyhow::Error::msg)?;
+    Ok(Some(runsbx_runtime::egress::Proxy {
+        allow,
+        ..Default::default()
+    }))
 }
 
 /// `--profile`'s value.

@@ -19,7 +19,9 @@ use std::str::FromStr;
 
 use oci_spec::runtime::{LinuxNamespaceType, Spec};
 
-use super::{FsRight, LandlockError, LandlockPolicy, NetRight, PathBeneathRule, ScopeRight};
+use super::{
+    FsRight, LandlockError, LandlockPolicy, NetPortRule, NetRight, PathBeneathRule, ScopeRight,
+};
 
 /// The ABI whose filesystem rights `auto` and `sandbox` handle: 5, the first
 /// with `ioctl_dev`. Later ABIs add no filesystem right runsbx relies on
@@ -334,6 +336,18 @@ impl LandlockPolicy {
 }
 
 impl LandlockPolicy {
+    /// Grants connect_tcp on `port` alone (`--allow-net`: the proxy's).
+    /// TCP bind stays denied, and every other port refuses connect with
+    /// EACCES, so the workload reaches nothing but the proxy even on the
+    /// loopback of its own network namespace.
+    pub fn connect_port(mut self, port: u16) -> Self {
+        self.net_port.push(NetPortRule {
+            allowed: set(&[NetRight::ConnectTcp]),
+            ports: vec![port],
+        });
+        self
+    }
+
     /// Adds listing `/proc` (read_dir, no file read): ipykernel lists its
     /// children through psutil when it shuts down, which walks `/proc`. In
     /// the sandbox's pid namespace `/proc` lists the sandbox's own processes

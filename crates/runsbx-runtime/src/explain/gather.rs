@@ -168,6 +168,16 @@ pub fn explain(v: &Validated, executable: Executable, host: &Host) -> Explanatio
         .flatten()
         .map(|e| e.split('=').next().unwrap_or_default().to_string())
         .collect();
+    let proxy_url = runsbx_policy::egress::proxy_env()
+        .into_iter()
+        .find(|(k, _)| k == "HTTP_PROXY")
+        .map(|(k, v)| format!("{k}={v}"));
+    let proxy = process
+        .env()
+        .iter()
+        .flatten()
+        .find(|e| Some(*e) == proxy_url.as_ref())
+        .and_then(|e| e.split_once('=').map(|(_, v)| v.to_string()));
 
     let mut e = Explanation {
         bundle: v.bundle.dir.clone(),
@@ -188,6 +198,7 @@ pub fn explain(v: &Validated, executable: Executable, host: &Host) -> Explanatio
         rlimits,
         cgroup,
         env,
+        proxy,
         warnings: Vec::new(),
     };
     e.warnings = warnings(&e);

@@ -33,6 +33,10 @@ pub struct Explanation {
     pub cgroup: CgroupLimits,
     /// Names only: values may hold secrets.
     pub env: Vec<String>,
+    /// The HTTP proxy the environment names when it is `--allow-net`'s
+    /// (`http://127.0.0.1:3128`): the only TCP destination of such a bundle.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
     pub warnings: Vec<Warning>,
 }
 

@@ -212,6 +212,14 @@ impl Explanation {
             }
         )?;
         writeln!(s, "env: {}", list(&self.env))?;
+        if let Some(p) = &self.proxy {
+            writeln!(
+                s,
+                "network: HTTP_PROXY is {p}, runsbx's --allow-net proxy: `runsbx sandbox` serves it \
+                 in the sandbox's namespace (the only TCP port Landlock lets it connect to); \
+                 under `run` nothing listens there"
+            )?;
+        }
         if self.warnings.is_empty() {
             writeln!(s, "warnings: none")?;
         }

@@ -3,12 +3,14 @@ use std::time::Instant;
 
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
+use runsbx_policy::egress::PROXY_PORT;
 
 use super::denials::Denials;
 use super::posture::check_posture;
 use super::stdio::StdioFlags;
 use super::{render, watch, Result, SuperviseError, Supervision};
 use crate::console::Attached;
+use crate::egress::{Decision, Serving};
 use crate::error::RuntimeError;
 use crate::guard::{self, Expect, Outcome, Reason};
 use crate::monitor::Monitor;
@@ -29,7 +31,13 @@ pub fn foreground(
     let id = opts.id.clone();
     let mut denials = Denials::prepare(rt, &mut opts, sup.report_denials);
     let result = start_supervised(rt, opts, pidfd, &mut sup, &mut denials);
-    let (owned, pid, monitor, mut tty) = match result {
+    let Started {
+        owned,
+        pid,
+        monitor,
+        mut tty,
+        proxy,
+    } = match result {
         Ok(v) => v,
         Err(e) => {
             let status = sup.setup_status;
@@ -55,6 +63,17 @@ pub fn foreground(
     }
     let mut outcome = Outcome::finished(pid.as_raw(), done, killed_for, peak, started_at.elapsed());
     outcome.denials = denials.finish(sup.ro_hint);
+    outcome.net = proxy.map(|p| {
+        let report = p.finish();
+        for e in report
+            .events
+            .iter()
+            .filter(|e| e.decision != Decision::Allowed)
+        {
+            eprintln!("runsbx: {}", e.line());
+        }
+        report
+    });
     if !keep {
         rt.delete_owned(&owned)?;
     }
@@ -77,13 +96,23 @@ pub(super) fn send_pidfd(
     Ok(())
 }
 
+/// A started container, watched.
+struct Started {
+    owned: Owned,
+    pid: Pid,
+    monitor: Monitor,
+    tty: Option<Attached>,
+    /// `--allow-net`'s proxy, serving.
+    proxy: Option<Serving>,
+}
+
 fn start_supervised(
     rt: &Runtime,
     opts: CreateOptions,
     pidfd: Option<&Path>,
     sup: &mut Supervision,
     denials: &mut Denials,
-) -> Result<(Owned, Pid, Monitor, Option<Attached>)> {
+) -> Result<Started> {
     let opts = CreateOptions {
         // If runsbx is killed, its foreground workload dies with it.
         die_with_parent: true,
@@ -92,7 +121,7 @@ fn start_supervised(
     };
     let mut owned = rt.create_owned(opts)?;
     let pid = owned.container.pid().ok_or(SuperviseError::NoPid)?;
-    let started = (|| -> Result<(Monitor, Option<Attached>)> {
+    let started = (|| -> Result<(Monitor, Option<Attached>, Option<Serving>)> {
         // Blocked only now that libcontainer has forked: init must not
         // inherit a blocked signal mask.
         let monitor = Monitor::new()?.kill_on(&sup.kill_on);
@@ -103,6 +132,20 @@ fn start_supervised(
         // Likewise a thread: none may run while libcontainer clones.
         denials.start(pid.as_raw());
         send_pidfd(&owned.container, pidfd)?;
+        // Listening before start, so the port answers from the workload's
+        // first instruction; served from now on (init is forked: threads
+        // are safe).
+        let proxy =
+            match sup.egress.take() {
+                Some(p) => {
+                    let l = crate::netns::listen_in(pid, PROXY_PORT)?;
+                    let status = sup.status_fd.as_ref().and_then(|f| f.try_clone().ok());
+                    Some(p.serve(l, status).map_err(|e| {
+                        RuntimeError::io("--allow-net: starting the proxy's thread", e)
+                    })?)
+                }
+                None => None,
+            };
         if let Some(expect) = &sup.posture {
             // Before start, init has everything but seccomp (loaded right
             // before exec): check the rest while no workload code has run.
@@ -130,10 +173,16 @@ fn start_supervised(
                 }
             }
         }
-        Ok((monitor, tty))
+        Ok((monitor, tty, proxy))
     })();
     match started {
-        Ok((m, tty)) => Ok((owned, pid, m, tty)),
+        Ok((monitor, tty, proxy)) => Ok(Started {
+            owned,
+            pid,
+            monitor,
+            tty,
+            proxy,
+        }),
         Err(e) => {
             // Init is this process's child, not reaped yet: its PID is its.
             let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);

@@ -60,6 +60,9 @@ pub struct Supervision {
     /// The isolation the run uses (`sandbox`, `selftest`): in the start
     /// event and the report.
     pub isolation: Option<crate::isolation::Mode>,
+    /// `sandbox --allow-net`: the proxy served on 127.0.0.1:PROXY_PORT in
+    /// the container's network namespace, from before start to the end.
+    pub egress: Option<crate::egress::Proxy>,
 }
 
 impl Default for Supervision {
@@ -75,6 +78,7 @@ impl Default for Supervision {
             ro_hint: false,
             relay: None,
             isolation: None,
+            egress: None,
         }
     }
 }

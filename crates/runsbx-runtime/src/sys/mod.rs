@@ -2,6 +2,7 @@
 //! one file per kernel interface.
 pub mod audit;
 pub mod fds;
+pub mod ifaddrs;
 pub mod landlock;
 pub mod mountapi;
 pub mod netdev;

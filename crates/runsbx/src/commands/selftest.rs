@@ -12,6 +12,9 @@ pub fn run(ctx: &Ctx, a: Selftest, mode: Mode) -> Result<u8> {
     if mode == Mode::Landlock && a.profile != crate::cli::Profile::Default {
         bail!("--profile: the landlock mode tests the default profile only");
     }
+    if mode == Mode::Landlock && a.allow_net {
+        bail!("--allow-net needs the namespaces mode, and this run uses --isolation landlock");
+    }
     let verdict = match mode {
         Mode::Landlock => selftest::check_direct(&ctx.rt, a.probe.as_deref())?,
         Mode::Namespaces => selftest::check(
@@ -19,6 +22,7 @@ pub fn run(ctx: &Ctx, a: Selftest, mode: Mode) -> Result<u8> {
             a.probe.as_deref(),
             a.bundle.as_deref(),
             crate::flags::profile(a.profile),
+            a.allow_net,
         )?,
     };
     println!("isolation: {}", mode.name());

@@ -1,0 +1,371 @@
+//! `runsbx sandbox --allow-net`: an HTTP proxy served by runsbx, on the host
+//! side, for a sandbox that has no network of its own.
+//!
+//! The listener is made inside the sandbox's network namespace
+//! (netns::listen_in: `127.0.0.1:PROXY_PORT` there, the only listening
+//! socket the namespace ever holds) and served from runsbx's threads in the
+//! host's namespaces. Each accepted connection carries one request:
+//! `CONNECT host:port` (a byte tunnel, TLS stays end to end) or an
+//! `http://` URL (forwarded with `Connection: close`). The policy is
+//! runsbx_policy::egress: the name and port must be allowed, the name is
+//! resolved here, on the host, and every address must be public unless a
+//! range is allowed; the proxy then connects to one of exactly the
+//! addresses it checked (no second lookup a resolver could answer
+//! differently). Every decision is an [`Event`]: on the status fd as it
+//! happens, in the report, and as a line on stderr after the run when
+//! refused.
+//!
+//! Inside a tunnel the proxy reads one thing, the server name (SNI) of a
+//! TLS ClientHello if the tunnel starts with one ([`tls`]): it must be the
+//! CONNECT target, or the tunnel is cut.
+//!
+//! Not covered, by design: the rest of what flows inside an allowed tunnel
+//! (TLS is not intercepted: the HTTP Host inside it is the workload's, so a
+//! front end that routes on it can reach another of its sites: domain
+//! fronting; so can an Encrypted Client Hello whose outer name is the
+//! allowed one), and what the workload sends to an allowed host
+//! (exfiltration there is allowed traffic). The byte and connection limits
+//! bound it.
+
+pub mod http;
+mod serve;
+pub mod tls;
+
+use std::fs::File;
+use std::net::{IpAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use runsbx_policy::egress::Allowlist;
+use serde::Serialize;
+
+/// The proxy's limits (docs/sandbox.md, "Network").
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Connections open at once; more are refused (503).
+    pub concurrent: usize,
+    /// Requests over the whole run; more are refused.
+    pub requests: u64,
+    /// Bytes relayed over the whole run, both ways; a connection that
+    /// crosses it is closed.
+    pub bytes: u64,
+    /// A connection with no byte either way for this long is closed.
+    pub idle: Duration,
+    /// Connecting to the upstream.
+    pub connect: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            concurrent: 32,
+            requests: 4096,
+            bytes: 4 << 30,
+            idle: Duration::from_secs(120),
+            connect: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What the proxy enforces.
+#[derive(Debug, Clone, Default)]
+pub struct Proxy {
+    pub allow: Allowlist,
+    pub limits: Limits,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    /// Connected; the event is written when the connection ends.
+    Allowed,
+    /// The policy or a limit said no; nothing was connected.
+    Refused,
+    /// Allowed, but the name did not resolve or no address answered.
+    Failed,
+}
+
+/// One request and what the proxy did with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Event {
+    pub decision: Decision,
+    /// `CONNECT`, `GET`, ...; empty when no request head could be read.
+    pub method: String,
+    /// As canonical as the request allowed (the raw target otherwise).
+    pub host: String,
+    pub port: u16,
+    /// What the name resolved to, or the address connected to.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<IpAddr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Bytes from the workload to the upstream, and back.
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+}
+
+impl Event {
+    /// The line printed after the run for a refused or failed request.
+    pub fn line(&self) -> String {
+        let what = match self.decision {
+            Decision::Allowed => "allowed",
+            Decision::Refused => "refused",
+            Decision::Failed => "failed",
+        };
+        let target = match self.method.as_str() {
+            "" => String::new(),
+            m => format!(" {m} {}:{}", self.host, self.port),
+        };
+        let reason = self.reason.as_deref().unwrap_or("");
+        format!("net: {what}{target}: {reason}")
+    }
+}
+
+/// Events kept in the report; the counts cover every one.
+pub const MAX_EVENTS: usize = 1000;
+
+/// `--report`'s `net`: every decision of the run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Report {
+    pub allowed: u64,
+    pub refused: u64,
+    pub failed: u64,
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+    /// The first [`MAX_EVENTS`] events.
+    pub events: Vec<Event>,
+    /// Events beyond those.
+    pub events_dropped: u64,
+}
+
+/// The shared state of one run's proxy.
+struct Shared {
+    proxy: Proxy,
+    /// The host's own addresses, refused like private ones.
+    own: Vec<IpAddr>,
+    report: Mutex<Report>,
+    status: Mutex<Option<File>>,
+    open: AtomicUsize,
+    requests: AtomicU64,
+    bytes: AtomicU64,
+    stopping: AtomicBool,
+    /// Every open socket of every connection, to shut at the end.
+    sockets: Mutex<Vec<(u64, TcpStream)>>,
+    next_id: AtomicU64,
+}
+
+impl Shared {
+    /// Keeps a handle on a connection's socket, to shut it at the end.
+    fn track(&self, id: u64, s: &TcpStream) {
+        if let Ok(c) = s.try_clone() {
+            self.sockets
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((id, c));
+        }
+    }
+
+    /// Records `e`: counted, kept, and written to the status fd at once.
+    /// Records `e`: counted, and, among the first [`MAX_EVENTS`], kept
+    /// and written to the status fd at once. Stops: a workload flooding
+    /// its supervisor's status fd (or runsbx's memory) with refused
+    /// requests; the counts still cover every one.
+    fn record(&self, e: Event) {
+        let mut r = self.report.lock().unwrap_or_else(|p| p.into_inner());
+        match e.decision {
+            Decision::Allowed => r.allowed += 1,
+            Decision::Refused => r.refused += 1,
+            Decision::Failed => r.failed += 1,
+        }
+        r.bytes_out += e.bytes_out;
+        r.bytes_in += e.bytes_in;
+        if r.events.len() >= MAX_EVENTS {
+            r.events_dropped += 1;
+            return;
+        }
+        if let Some(f) = self
+            .status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_mut()
+        {
+            let mut v = serde_json::to_value(&e).unwrap_or_default();
+            v["event"] = "net".into();
+            let mut line = v.to_string();
+            line.push('\n');
+            // One write(2): a reader never sees half a line.
+            use std::io::Write;
+            let _ = f.write_all(line.as_bytes());
+        }
+        r.events.push(e);
+    }
+}
+
+/// The proxy at work; [`Serving::finish`] ends it and returns the report.
+pub struct Serving {
+    shared: Arc<Shared>,
+    listener: TcpListener,
+    accept: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Proxy {
+    /// Serves `listener` (made by netns::listen_in) from threads of its
+    /// own; decisions also go to `status` (a copy of the status fd). Call
+    /// it only once init is forked (see jupyter::relay::Relay::serve).
+    pub fn serve(self, listener: TcpListener, status: Option<File>) -> std::io::Result<Serving> {
+        // A name resolving to one of these reaches a service of the host that
+        // listens on its public address.
+        let own = crate::sys::ifaddrs::addresses();
+        let shared = Arc::new(Shared {
+            proxy: self,
+            own,
+            report: Mutex::new(Report::default()),
+            status: Mutex::new(status),
+            open: AtomicUsize::new(0),
+            requests: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            stopping: AtomicBool::new(false),
+            sockets: Mutex::new(Vec::new()),
+            next_id: AtomicU64::new(0),
+        });
+        let l = listener.try_clone()?;
+        let s = shared.clone();
+        let accept = serve::spawn_quiet(move || serve::accept_loop(l, s))?;
+        Ok(Serving {
+            shared,
+            listener,
+            accept: Some(accept),
+        })
+    }
+}
+
+impl Serving {
+    /// Stops accepting, closes the connections still open (the workload
+    /// has ended: nothing reads them), waits for their events, and
+    /// returns every decision.
+    pub fn finish(mut self) -> Report {
+        self.stop();
+        let r = self.shared.report.lock().unwrap_or_else(|p| p.into_inner());
+        r.clone()
+    }
+
+    fn stop(&mut self) {
+        let Some(accept) = self.accept.take() else {
+            return;
+        };
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        use std::os::fd::AsRawFd;
+        // Wakes the accept thread (EINVAL); the socket is the sandbox's.
+        let _ =
+            nix::sys::socket::shutdown(self.listener.as_raw_fd(), nix::sys::socket::Shutdown::Both);
+        let _ = accept.join();
+        for (_, s) in self
+            .shared
+            .sockets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while self.shared.open.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// A run that failed after the proxy started (posture check, start): no
+/// thread outlives it.
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// The proxy on a host port (no namespace needed), allowing `entries`
+    /// and the loopback range.
+    fn proxy(entries: &[String], limits: Limits) -> (Serving, u16) {
+        let allow = Allowlist::parse(entries, &["127.0.0.0/8".into()]).unwrap();
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let s = Proxy { allow, limits }.serve(l, None).unwrap();
+        (s, port)
+    }
+
+    /// A server that sends `reply` to each connection after reading once.
+    fn upstream(reply: &'static [u8]) -> u16 {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for mut c in l.incoming().flatten() {
+                let mut buf = [0u8; 1024];
+                let _ = c.read(&mut buf);
+                let _ = c.write_all(reply);
+            }
+        });
+        port
+    }
+
+    fn ask(port: u16, req: String) -> String {
+        let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        c.write_all(req.as_bytes()).unwrap();
+        let mut out = String::new();
+        let _ = c.read_to_string(&mut out);
+        out
+    }
+
+    #[test]
+    fn forwards_one_request_and_reports_its_bytes() {
+        let up = upstream(b"HTTP/1.0 200 OK\r\n\r\nhi");
+        let (s, port) = proxy(&[format!("localhost:{up}")], Limits::default());
+        let got = ask(
+            port,
+            format!("GET http://localhost:{up}/x HTTP/1.1\r\n\r\n"),
+        );
+        assert_eq!(got, "HTTP/1.0 200 OK\r\n\r\nhi");
+        let got = ask(
+            port,
+            format!("GET http://127.0.0.1:{up}/x HTTP/1.1\r\n\r\n"),
+        );
+        assert!(got.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{got}");
+        assert!(got.ends_with("runsbx: 127.0.0.1 is an IP address not in --allow-net (allow names, or the address itself)\n"), "{got}");
+        let r = s.finish();
+        assert_eq!((r.allowed, r.refused, r.failed), (1, 1, 0), "{r:?}");
+        let e = &r
+            .events
+            .iter()
+            .find(|e| e.decision == Decision::Allowed)
+            .unwrap();
+        assert_eq!(e.bytes_in, 21);
+        assert!(e.bytes_out > 0);
+        assert_eq!(e.addresses, vec![IpAddr::from([127, 0, 0, 1])]);
+    }
+
+    #[test]
+    fn the_byte_limit_cuts_and_says_so() {
+        let up = upstream(b"HTTP/1.0 200 OK\r\n\r\n0123456789012345678901234567890123456789");
+        let limits = Limits {
+            bytes: 100,
+            ..Limits::default()
+        };
+        let (s, port) = proxy(&[format!("localhost:{up}")], limits);
+        let got = ask(
+            port,
+            format!(
+                "GET http://localhost:{up}/x HTTP/1.1\r\nX-Pad: {}\r\n\r\n",
+                "p".repeat(80)
+            ),
+        );
+        assert!(got.len() < 59, "{got}");
+        let r = s.finish();
+        let reason = r.events[0].reason.as_deref().unwrap_or_default();
+        assert!(reason.contains("limit of 100 bytes"), "{r:?}");
+    }
+}
