@@ -4,7 +4,6 @@
 //! machine's other names for the mismatch cases), and every bypass tried.
 //! Nothing here connects to any other address.
 
-
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
