@@ -4,6 +4,7 @@
 //!
 //! Order, and why:
 //! 1. `validate` (before init reports ready, so errors fail `create`):
+//!    drop the CAP_SETPCAP init kept for its inheritable set (capsets.rs),
 //!    resolve the executable inside the container, set the mount flags
 //!    libcontainer left off (remount.rs, with the CAP_SYS_ADMIN init kept
 //!    for them, dropped right after), and enforce Landlock.
@@ -63,6 +64,10 @@ pub struct SandboxExecutor {
     /// CAP_SYS_ADMIN was kept for `remounts` alone: the sets to drop it
     /// from once they are set.
     pub remount_kept: Option<crate::nnp::Kept>,
+    /// CAP_SETPCAP was kept through libcontainer's capability drop for the
+    /// inheritable set (capsets.rs): the sets to drop it from, first thing
+    /// in `validate`.
+    pub setpcap_kept: Option<crate::nnp::Kept>,
     /// Give the process every CPU its cpuset allows (`reset_cpu_affinity`).
     pub reset_affinity: bool,
     /// The spec mounts a procfs on /proc: check in init that /proc is still
@@ -85,6 +90,17 @@ impl SandboxExecutor {
 
 impl Executor for SandboxExecutor {
     fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
+        // Stops: init holding a CAP_SETPCAP the spec did not give (it could
+        // add any bounding capability to its inheritable set) past
+        // libcontainer's capability drop; first, before anything of runsbx's.
+        if let Some(kept) = self.setpcap_kept {
+            kept.give_back_cap(caps::Capability::CAP_SETPCAP)
+                .map_err(|e| {
+                    ExecutorValidationError::ArgValidationError(format!(
+                        "capabilities: dropping the CAP_SETPCAP kept to set the inheritable set: {e}"
+                    ))
+                })?;
+        }
         let (path, args) = resolve(spec).map_err(ExecutorValidationError::ArgValidationError)?;
         check_executable(&path).map_err(ExecutorValidationError::ArgValidationError)?;
         let _ = self.resolved.set((path, args));

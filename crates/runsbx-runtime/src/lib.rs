@@ -9,6 +9,7 @@
 #![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod capsets;
 mod cgroup;
 pub mod console;
 mod container;
