@@ -408,7 +408,7 @@ fn poststop_hooks_run_at_delete() {
             "{case}: cgroups still there when the hook ran: {seen}"
         );
         assert!(
-            stderr.contains("poststop hook 0"),
+            stderr.contains("error running poststop hook #0: "),
             "{case}: no warning for the failing hook: {stderr}"
         );
         let cgroups = cgroups_named(id);

@@ -13,8 +13,9 @@
 //! bounding and ambient sets (and the file's capabilities), never from the old
 //! permitted one, and runsbx adds CAP_SYS_ADMIN to neither of those. Between
 //! the capability drop and execve only libcontainer's and runsbx's own code
-//! runs in init (plus startContainer hooks, which are exec'd and so get the
-//! same recomputed sets as the workload).
+//! runs in init (plus startContainer hooks, which runsbx runs after giving
+//! it back, and which are exec'd and so get the same recomputed sets as the
+//! workload anyway).
 //!
 //! no_new_privs stays forced wherever runsbx itself adds a layer that needs
 //! it: any Landlock policy (the bundle's or the operator default) and

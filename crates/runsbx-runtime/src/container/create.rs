@@ -296,6 +296,11 @@ impl Runtime {
             remounts: plan.remounts.clone(),
             remount_kept: plan.kept.filter(|_| !plan.without_nnp),
             setpcap_kept: plan.setpcap_kept,
+            start_hooks: crate::hooks::StartHooks::of(
+                &plan.bundle.spec,
+                &opts.id,
+                &plan.bundle.dir,
+            ),
             reset_affinity: !opts.keep_affinity,
             proc_root: crate::spec::facts::mounts_proc(&plan.bundle.spec),
             ..SandboxExecutor::new(plan.seccomp.take(), plan.policy.landlock.clone())
