@@ -290,7 +290,7 @@ pub struct Exec {
     /// Accepted for runc compatibility; AppArmor is not supported.
     #[arg(long, value_name = "PROFILE", hide = true)]
     pub apparmor: Option<String>,
-    /// Accepted for runc compatibility: the pidfd is sent when given.
+    /// Send a pidfd of the new process to this unix socket.
     #[arg(long, value_name = "SOCKET")]
     pub pidfd_socket: Option<PathBuf>,
     /// Allow exec into a paused container (the process is frozen until resume).
