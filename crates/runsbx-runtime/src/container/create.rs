@@ -315,8 +315,11 @@ impl Runtime {
             Ok(container) => Ok((container, report)),
             Err(e) => {
                 let report_path = crate::rootless::ConfigCopy::hook_report(&self.root, &opts.id);
-                let e = match (copy, crate::hooks::shim_report(&report_path)) {
-                    (Some(_), Some(hook)) => RuntimeError::Hook(hook),
+                let scheduler =
+                    crate::initlog::scheduler_failure(&e.to_string(), &plan.bundle.spec);
+                let e = match (copy, crate::hooks::shim_report(&report_path), scheduler) {
+                    (Some(_), Some(hook), _) => RuntimeError::Hook(hook),
+                    (_, _, Some(why)) => RuntimeError::Spec(why),
                     _ => with_notes(e, &notes, &plan.bundle),
                 };
                 report.abandon();
