@@ -1383,3 +1383,47 @@ fn pidfd_socket_gets_the_process_and_a_bad_one_leaves_nothing() {
     assert_one_line_error(&out, "--pidfd-socket");
     assert_clean(&env, &id);
 }
+
+/// runc 1.2's timens.bats: `linux.timeOffsets` in a new time namespace
+/// reach `run` and an `exec`'d process (runc's issue 4635); offsets without
+/// a time namespace are refused in one line, leaving nothing.
+#[test]
+fn time_namespace_offsets_reach_run_and_exec() {
+    let env = Env::new();
+    let _c = Cleanup(&env);
+    let offsets = serde_json::json!({
+        "monotonic": { "secs": 7881, "nanosecs": 2718281 },
+        "boottime": { "secs": 1337, "nanosecs": 3141519 }
+    });
+    let want = "monotonic        7881   2718281\nboottime         1337   3141519\n";
+    let mut b = env.bundle("b", &["cat", "/proc/self/timens_offsets"]);
+    b.config["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({ "type": "time" }));
+    b.config["linux"]["timeOffsets"] = offsets.clone();
+    b.save();
+    assert_eq!(
+        env.ok(&["run", "--bundle", b.path(), &unique_id("timens")]),
+        want
+    );
+    b.config["process"]["args"] = serde_json::json!(["sleep", "100"]);
+    b.save();
+    let id = unique_id("timens");
+    env.ok(&["run", "--detach", "--bundle", b.path(), &id]);
+    assert_eq!(
+        env.ok(&["exec", &id, "cat", "/proc/self/timens_offsets"]),
+        want
+    );
+    env.ok(&["delete", "--force", &id]);
+
+    let mut b = env.bundle("nons", &["true"]);
+    b.config["linux"]["timeOffsets"] = offsets;
+    b.save();
+    let id = unique_id("timens");
+    assert_one_line_error(
+        &env.run(&["run", "--bundle", b.path(), &id]),
+        "time namespace offsets specified, but time namespace isn't enabled",
+    );
+    assert_clean(&env, &id);
+}
