@@ -16,9 +16,20 @@
 //! - an ambient capability not in both the permitted and the inheritable
 //!   set: left out, with runc 1.2's warning (runc 1.1 skipped it silently).
 //!
-//! Why the kept CAP_SETPCAP cannot reach the workload even if that drop
-//! were skipped: it is added to neither the bounding, the inheritable nor
-//! the ambient set, from which execve computes the new permitted set (as
+//! And one runc does that libcontainer does not: before it changes to a
+//! non-root uid, runc gives the process's stdio to that uid (its
+//! `fixStdioPermissions`), so a pty made for the container belongs to the
+//! user in it. runsbx does it in `validate` ([`fix_stdio_owner`]), after
+//! libcontainer's drop, so init keeps CAP_CHOWN for it where the spec does
+//! not give it, and drops it right after. Only for a `process.terminal`
+//! process, whose stdio is the pty made for it: runc also gives away the
+//! caller's own pipes or terminal passed in, which would hand a host file
+//! of the caller's to the container's uid (another host user's, without a
+//! user namespace); runsbx leaves those alone.
+//!
+//! Why a kept capability cannot reach the workload even if that drop were
+//! skipped: it is added to neither the bounding, the inheritable nor the
+//! ambient set, from which execve computes the new permitted set (as
 //! for the CAP_SYS_ADMIN of nnp.rs). Between libcontainer's drop and
 //! `validate` only libcontainer's own code runs in init (chdir, cwd check).
 
@@ -27,6 +38,63 @@ use serde_json::Value;
 use crate::nnp::Kept;
 
 const SETPCAP: &str = "CAP_SETPCAP";
+const CHOWN: &str = "CAP_CHOWN";
+
+/// Where [`Plan::apply`] added each kept capability, for the Executor to
+/// take it back from ([`Applied::give_back`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Applied {
+    pub setpcap: Option<Kept>,
+    pub chown: Option<Kept>,
+}
+
+impl Applied {
+    pub fn give_back(self) -> Result<(), String> {
+        for (kept, cap, what) in [
+            (
+                self.chown,
+                caps::Capability::CAP_CHOWN,
+                "to give stdio to the process's uid",
+            ),
+            (
+                self.setpcap,
+                caps::Capability::CAP_SETPCAP,
+                "to set the inheritable set",
+            ),
+        ] {
+            if let Some(kept) = kept {
+                kept.give_back_cap(cap)
+                    .map_err(|e| format!("capabilities: dropping the {cap} kept {what}: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// runc's `fixStdioPermissions`: each of fds 0-2 not owned by `uid` (and
+/// not /dev/null) given to it, its group kept; a refusal (EINVAL: a group
+/// not mapped; EPERM: an owner not mapped; EROFS) leaves it, as runc does.
+/// Nothing for uid 0.
+pub fn fix_stdio_owner(uid: u32) -> Result<(), String> {
+    use nix::errno::Errno;
+    use nix::sys::stat::{fstat, major, minor, SFlag};
+    if uid == 0 {
+        return Ok(());
+    }
+    for fd in 0..=2 {
+        let st = fstat(fd).map_err(|e| format!("stdio: fstat fd {fd}: {e}"))?;
+        let chr = SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFCHR;
+        let dev_null = chr && major(st.st_rdev) == 1 && minor(st.st_rdev) == 3;
+        if st.st_uid == uid || dev_null {
+            continue;
+        }
+        match nix::unistd::fchown(fd, Some(nix::unistd::Uid::from_raw(uid)), None) {
+            Ok(()) | Err(Errno::EINVAL | Errno::EPERM | Errno::EROFS) => {}
+            Err(e) => return Err(format!("stdio: fchown fd {fd} to uid {uid}: {e}")),
+        }
+    }
+    Ok(())
+}
 
 /// What [`Plan::apply`] changes in a process's capabilities.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -34,6 +102,9 @@ pub struct Plan {
     /// Keep CAP_SETPCAP through libcontainer's effective and permitted
     /// drop, for its inheritable capset.
     pub keep_setpcap: bool,
+    /// Keep CAP_CHOWN likewise, for [`fix_stdio_owner`]: a terminal
+    /// process of a non-root uid whose effective set lacks it.
+    pub keep_chown: bool,
     /// Ambient capabilities neither runc nor libcontainer can raise: left
     /// out of the ambient set.
     pub ambient_out: Vec<String>,
@@ -53,7 +124,10 @@ impl Plan {
         let in_permitted = |c: &str| permitted.as_ref().is_none_or(|p| p.contains(&c));
         // Unlisted effective: libcontainer makes it the permitted set.
         let effective = set("effective").or_else(|| permitted.clone());
-        let has_setpcap = effective.is_none_or(|e| e.contains(&SETPCAP));
+        let has_setpcap = effective.as_ref().is_none_or(|e| e.contains(&SETPCAP));
+        let has_chown = effective.as_ref().is_none_or(|e| e.contains(&CHOWN));
+        let uid = process["user"]["uid"].as_u64().unwrap_or(0);
+        let terminal = process["terminal"] == true;
         let outside = inheritable.iter().flatten().any(|c| !in_permitted(c));
         // An unlisted inheritable set: runc applies an empty one; init's
         // (libcontainer leaves it) is empty under a root caller too.
@@ -65,12 +139,13 @@ impl Plan {
             .collect();
         Self {
             keep_setpcap: outside && !has_setpcap,
+            keep_chown: terminal && uid != 0 && !has_chown,
             ambient_out,
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        !self.keep_setpcap && self.ambient_out.is_empty()
+        !self.keep_setpcap && !self.keep_chown && self.ambient_out.is_empty()
     }
 
     /// runc 1.2's warning for each ambient capability left out.
@@ -84,9 +159,9 @@ impl Plan {
     }
 
     /// `raw` (a config.json, or `{"process": ...}`) changed as planned;
-    /// returns the sets CAP_SETPCAP was added to, for the Executor to drop
-    /// it from.
-    pub fn apply(&self, raw: &mut Value) -> Option<Kept> {
+    /// returns the sets each kept capability was added to, for the
+    /// Executor to drop it from.
+    pub fn apply(&self, raw: &mut Value) -> Applied {
         if let Some(list) = raw
             .pointer_mut("/process/capabilities/ambient")
             .and_then(Value::as_array_mut)
@@ -96,7 +171,10 @@ impl Plan {
                     .is_some_and(|c| self.ambient_out.iter().any(|o| o == c))
             });
         }
-        self.keep_setpcap.then(|| crate::nnp::keep(raw, SETPCAP))
+        Applied {
+            setpcap: self.keep_setpcap.then(|| crate::nnp::keep(raw, SETPCAP)),
+            chown: self.keep_chown.then(|| crate::nnp::keep(raw, CHOWN)),
+        }
     }
 }
 
@@ -124,18 +202,19 @@ mod tests {
             plan,
             Plan {
                 keep_setpcap: true,
-                ambient_out: vec![]
+                ..Plan::default()
             }
         );
         let mut raw = json!({ "process": process });
         let kept = plan.apply(&mut raw);
         assert_eq!(
-            kept,
+            kept.setpcap,
             Some(Kept {
                 effective: true,
                 permitted: true
             })
         );
+        assert_eq!(kept.chown, None);
         let caps = &raw["process"]["capabilities"];
         assert_eq!(caps["effective"], json!(["CAP_KILL", "CAP_SETPCAP"]));
         assert_eq!(
@@ -182,7 +261,7 @@ mod tests {
         assert_eq!(plan.ambient_out, ["CAP_CHOWN", "CAP_SYSLOG"]);
         assert!(!plan.keep_setpcap);
         let mut raw = json!({ "process": process });
-        assert_eq!(plan.apply(&mut raw), None);
+        assert_eq!(plan.apply(&mut raw), Applied::default());
         assert_eq!(
             raw["process"]["capabilities"]["ambient"],
             json!(["CAP_KILL"])
@@ -190,5 +269,38 @@ mod tests {
         // Without an inheritable set, no ambient capability can be raised.
         let bare = json!({ "capabilities": { "ambient": ["CAP_KILL"] } });
         assert_eq!(Plan::of(&bare).ambient_out, ["CAP_KILL"]);
+    }
+
+    /// runc's "[tty owner] ({u,g}id != 0)": a non-root process without
+    /// CAP_CHOWN keeps it until its stdio is its own.
+    #[test]
+    fn a_non_root_process_keeps_chown_until_its_stdio_is_given_to_it() {
+        let user = |uid: u32, effective: Value| {
+            json!({ "terminal": true, "user": { "uid": uid, "gid": 100 },
+                    "capabilities": { "effective": effective, "permitted": ["CAP_KILL"] } })
+        };
+        assert!(Plan::of(&user(1000, json!(["CAP_KILL"]))).keep_chown);
+        assert!(!Plan::of(&user(0, json!(["CAP_KILL"]))).keep_chown);
+        assert!(!Plan::of(&user(1000, json!(["CAP_CHOWN"]))).keep_chown);
+        let mut raw = json!({ "process": user(1000, json!([])) });
+        let kept = Plan::of(&raw["process"]).apply(&mut raw);
+        assert_eq!(
+            kept.chown,
+            Some(Kept {
+                effective: true,
+                permitted: true
+            })
+        );
+        assert_eq!(
+            raw["process"]["capabilities"]["effective"],
+            json!(["CAP_CHOWN"])
+        );
+        // No capabilities listed: libcontainer leaves init's, CAP_CHOWN among them.
+        let bare = json!({ "terminal": true, "user": { "uid": 1000, "gid": 1 } });
+        assert!(!Plan::of(&bare).keep_chown);
+        // No terminal: stdio is the caller's, left alone.
+        let mut piped = user(1000, json!([]));
+        piped["terminal"] = false.into();
+        assert!(!Plan::of(&piped).keep_chown);
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! Order, and why:
 //! 1. `validate` (before init reports ready, so errors fail `create`):
-//!    drop the CAP_SETPCAP init kept for its inheritable set (capsets.rs),
+//!    give stdio to the process's uid, as runc, and drop the CAP_SETPCAP
+//!    and CAP_CHOWN init kept for that and its inheritable set (capsets.rs),
 //!    resolve the executable inside the container, set the mount flags
 //!    libcontainer left off (remount.rs, with the CAP_SYS_ADMIN init kept
 //!    for them, dropped right after), and enforce Landlock.
@@ -65,10 +66,10 @@ pub struct SandboxExecutor {
     /// CAP_SYS_ADMIN was kept for `remounts` alone: the sets to drop it
     /// from once they are set.
     pub remount_kept: Option<crate::nnp::Kept>,
-    /// CAP_SETPCAP was kept through libcontainer's capability drop for the
-    /// inheritable set (capsets.rs): the sets to drop it from, first thing
-    /// in `validate`.
-    pub setpcap_kept: Option<crate::nnp::Kept>,
+    /// What was kept through libcontainer's capability drop (capsets.rs:
+    /// CAP_SETPCAP for the inheritable set, CAP_CHOWN for the stdio's
+    /// owner): dropped first thing in `validate`.
+    pub caps_kept: crate::capsets::Applied,
     /// The container's startContainer hooks, run in `exec` right before
     /// the workload's execve (init containers only).
     pub start_hooks: Option<crate::hooks::StartHooks>,
@@ -94,17 +95,24 @@ impl SandboxExecutor {
 
 impl Executor for SandboxExecutor {
     fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
-        // Stops: init holding a CAP_SETPCAP the spec did not give (it could
-        // add any bounding capability to its inheritable set) past
-        // libcontainer's capability drop; first, before anything of runsbx's.
-        if let Some(kept) = self.setpcap_kept {
-            kept.give_back_cap(caps::Capability::CAP_SETPCAP)
-                .map_err(|e| {
-                    ExecutorValidationError::ArgValidationError(format!(
-                        "capabilities: dropping the CAP_SETPCAP kept to set the inheritable set: {e}"
-                    ))
-                })?;
+        // As runc: the pty made for a terminal process owned by its uid
+        // (usable by a non-root user), with the CAP_CHOWN kept for it when
+        // the spec gives none. Not the caller's stdio (capsets.rs).
+        let terminal = spec
+            .process()
+            .as_ref()
+            .filter(|p| p.terminal() == Some(true));
+        if let Some(uid) = terminal.map(|p| p.user().uid()) {
+            crate::capsets::fix_stdio_owner(uid)
+                .map_err(ExecutorValidationError::ArgValidationError)?;
         }
+        // Stops: init holding a CAP_SETPCAP or CAP_CHOWN the spec did not
+        // give (it could add any bounding capability to its inheritable
+        // set, or take any file) past libcontainer's capability drop; first,
+        // before anything else of runsbx's.
+        self.caps_kept
+            .give_back()
+            .map_err(ExecutorValidationError::ArgValidationError)?;
         let (path, args) = resolve(spec).map_err(ExecutorValidationError::ArgValidationError)?;
         check_executable(&path).map_err(ExecutorValidationError::ArgValidationError)?;
         let _ = self.resolved.set((path, args));

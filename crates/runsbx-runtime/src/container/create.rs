@@ -36,10 +36,10 @@ struct Plan {
     /// `without_nnp` or `remounts`); the sets it is kept in are known once
     /// libcontainer's view is made.
     kept: Option<crate::nnp::Kept>,
-    /// Init keeps CAP_SETPCAP through libcontainer's capability drop for
-    /// its inheritable set, in these sets (capsets.rs); known once
-    /// libcontainer's view is made.
-    setpcap_kept: Option<crate::nnp::Kept>,
+    /// Capabilities init keeps through libcontainer's capability drop
+    /// (capsets.rs: CAP_SETPCAP for its inheritable set, CAP_CHOWN for its
+    /// stdio's owner); known once libcontainer's view is made.
+    caps_kept: crate::capsets::Applied,
     delegated: Option<&'static crate::delegation::Delegation>,
     /// Bring `lo` up in a new network namespace (not `loopback_down`).
     loopback: bool,
@@ -184,7 +184,7 @@ impl Runtime {
             without_nnp,
             remounts,
             kept,
-            setpcap_kept: None,
+            caps_kept: Default::default(),
             loopback: !opts.loopback_down,
             own_console: terminal && !opts.detach,
         })
@@ -240,7 +240,7 @@ impl Runtime {
         }
         let file = (adjusted.as_ref().unwrap_or(&bundle.raw), adjusted.is_some());
         if plan.rootless {
-            let kept = (&mut plan.kept, &mut plan.setpcap_kept);
+            let kept = (&mut plan.kept, &mut plan.caps_kept);
             let raw = shown_config(file, id, &[], false, kept, hooks)
                 .unwrap_or_else(|| bundle.raw.clone());
             return write(&crate::rootless::rootless_config(&raw, id)?);
@@ -255,7 +255,7 @@ impl Runtime {
             crate::cgroup::check_cgroup_empty(id, &path)?;
             crate::cgroup::check_not_frozen(id, &path)?;
         }
-        let kept = (&mut plan.kept, &mut plan.setpcap_kept);
+        let kept = (&mut plan.kept, &mut plan.caps_kept);
         let Some(raw) = shown_config(file, id, &binds, named, kept, hooks) else {
             return Ok(None);
         };
@@ -295,7 +295,7 @@ impl Runtime {
             without_nnp: plan.kept.filter(|_| plan.without_nnp),
             remounts: plan.remounts.clone(),
             remount_kept: plan.kept.filter(|_| !plan.without_nnp),
-            setpcap_kept: plan.setpcap_kept,
+            caps_kept: plan.caps_kept,
             start_hooks: crate::hooks::StartHooks::of(
                 &plan.bundle.spec,
                 &opts.id,
@@ -491,9 +491,9 @@ impl Runtime {
 /// and createRuntime run through runsbx's hook shim (hooks.rs), and, where
 /// `kept.0` asks (a filter loaded without no_new_privs, mount flags set in
 /// init), CAP_SYS_ADMIN kept, recording where (nnp.rs), the capability sets
-/// as runc applies them (capsets.rs: CAP_SETPCAP kept, recorded in
-/// `kept.1`; ambient capabilities runc cannot raise left out, with its
-/// warning), and what runc reads differently from libcontainer
+/// as runc applies them (capsets.rs: CAP_SETPCAP and CAP_CHOWN kept,
+/// recorded in `kept.1`; ambient capabilities runc cannot raise left out,
+/// with its warning), and what runc reads differently from libcontainer
 /// (`facts::as_runc_reads`). `raw` is
 /// the file, or, with `adjusted`, the file with the tmpfs modes runc would
 /// give (`Bundle::with_tmpfs_modes`). (Rootless, `rootless_config` also replaces
@@ -503,7 +503,7 @@ fn shown_config(
     id: &str,
     binds: &[crate::prebind::PreBind],
     named: bool,
-    (kept, setpcap_kept): (&mut Option<crate::nnp::Kept>, &mut Option<crate::nnp::Kept>),
+    (kept, caps_kept): (&mut Option<crate::nnp::Kept>, &mut crate::capsets::Applied),
     (bundle, hook_report): (&Path, &Path),
 ) -> Option<serde_json::Value> {
     let hooks = crate::hooks::has_runtime_hooks(raw);
@@ -528,7 +528,7 @@ fn shown_config(
     if let Some(kept) = kept {
         *kept = crate::nnp::keep_admin(&mut raw);
     }
-    *setpcap_kept = caps.apply(&mut raw);
+    *caps_kept = caps.apply(&mut raw);
     Some(raw)
 }
 

@@ -77,7 +77,7 @@ impl Runtime {
         // The process file libcontainer reads (a copy: the given one may be
         // a pipe, read once already), and what init keeps for a filter
         // loaded without no_new_privs (nnp.rs).
-        let (process, kept, setpcap_kept) =
+        let (process, kept, caps_kept) =
             ProcessView::write(&given, &self.dir(&opts.id), without_nnp)?;
         let kept = without_nnp.then_some(kept);
         let pinned = match rootless || sidecar.no_cgroup {
@@ -135,7 +135,7 @@ impl Runtime {
         let console_path = console.as_ref().map(|c| c.path());
         let executor = SandboxExecutor {
             without_nnp: kept,
-            setpcap_kept,
+            caps_kept,
             reset_affinity: true,
             ..SandboxExecutor::new(seccomp, sidecar.policy.landlock.clone())
         };
@@ -251,7 +251,7 @@ impl ProcessView {
         process: &serde_json::Value,
         state_dir: &std::path::Path,
         keep_admin: bool,
-    ) -> Result<(Self, crate::nnp::Kept, Option<crate::nnp::Kept>)> {
+    ) -> Result<(Self, crate::nnp::Kept, crate::capsets::Applied)> {
         let mut raw = serde_json::json!({ "process": process });
         let kept = match keep_admin {
             true => crate::nnp::keep_admin(&mut raw),
@@ -259,12 +259,12 @@ impl ProcessView {
         };
         let caps = crate::capsets::Plan::of(process);
         caps.warn();
-        let setpcap_kept = caps.apply(&mut raw);
+        let caps_kept = caps.apply(&mut raw);
         let path = state_dir.join(format!(".exec.{}.process.json", std::process::id()));
         let view = Self { path };
         std::fs::write(&view.path, raw["process"].to_string())
             .map_err(|e| RuntimeError::io(format!("write {}", view.path.display()), e))?;
-        Ok((view, kept, setpcap_kept))
+        Ok((view, kept, caps_kept))
     }
 }
 
