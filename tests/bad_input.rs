@@ -731,3 +731,31 @@ fn unified_resources_on_cgroup_v1_are_refused() {
     assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
     assert!(cgroups_named(&id).is_empty(), "{:?}", cgroups_named(&id));
 }
+
+/// runc 1.2's "scheduler vs cpus": SCHED_DEADLINE in a cpuset of fewer than
+/// every CPU is refused by the kernel (EPERM, sched_setattr(2)); the line
+/// says why in runc's words (libcontainer's read "call exec sched_setattr
+/// error: 1: error setting scheduler err=1") and nothing is left.
+#[test]
+fn a_deadline_scheduler_in_a_cpuset_is_refused_in_runcs_words() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipped: needs two CPUs (a cpuset of one must leave one out)");
+        return;
+    }
+    let env = Env::new();
+    let mut b = env.bundle("b", &["true"]);
+    b.config["process"]["scheduler"] = serde_json::json!({
+        "policy": "SCHED_DEADLINE", "nice": 19, "runtime": 42000,
+        "deadline": 1000000, "period": 1000000
+    });
+    b.config["linux"]["resources"] = serde_json::json!({ "cpu": { "cpus": "0" } });
+    b.save();
+    let id = unique_id("sched");
+    let out = env.run(&["run", "--bundle", b.path(), &id]);
+    assert_one_line_error(
+        &out,
+        "process.scheduler SCHED_DEADLINE: process scheduler can't be used together with \
+         AllowedCPUs (linux.resources.cpu.cpus \"0\")",
+    );
+    assert_clean(&env, &id);
+}

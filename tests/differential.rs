@@ -591,6 +591,29 @@ fn spec_writes_runcs_bytes() {
     }
 }
 
+/// Under each runtime (runsbx, then runc): `run --detach` of `b`, then each
+/// `exec FLAGS ID COMMAND` of `execs`, their stdout in order.
+fn exec_both(env: &Env, b: &Bundle, execs: &[(&[&str], &[&str])]) -> Vec<Vec<String>> {
+    BOTH.iter()
+        .map(|&rt| {
+            let id = unique_id("exec");
+            rt.ok(env, &["run", "--detach", "--bundle", b.path(), &id]);
+            let outs = execs
+                .iter()
+                .map(|(flags, command)| {
+                    let mut all = vec!["exec"];
+                    all.extend_from_slice(flags);
+                    all.push(&id);
+                    all.extend_from_slice(command);
+                    rt.ok(env, &all)
+                })
+                .collect();
+            rt.ok(env, &["delete", "--force", &id]);
+            outs
+        })
+        .collect()
+}
+
 /// `exec` runs as the container's `process.user` unless `--user` says
 /// otherwise (a uid alone keeps the spec's gid; `--additional-gids` adds to
 /// the spec's), as runc does; libcontainer alone ran it as uid 0.
@@ -602,27 +625,15 @@ fn exec_runs_as_the_containers_user_like_runc() {
     b.config["process"]["user"] =
         serde_json::json!({ "uid": 1000, "gid": 1000, "additionalGids": [5] });
     b.save();
-    let execs: [&[&str]; 3] = [
-        &["id"],
-        &["--user", "0", "id"],
-        &["--user", "2:3", "--additional-gids", "7", "id"],
-    ];
-    let mut seen = Vec::new();
-    for rt in BOTH {
-        let id = unique_id("user");
-        rt.ok(&env, &["run", "--detach", "--bundle", b.path(), &id]);
-        let outs: Vec<String> = execs
-            .iter()
-            .map(|args| {
-                let mut all = vec!["exec"];
-                all.extend_from_slice(&args[..args.len() - 1]);
-                all.extend([id.as_str(), "id"]);
-                rt.ok(&env, &all)
-            })
-            .collect();
-        rt.ok(&env, &["delete", "--force", &id]);
-        seen.push(outs);
-    }
+    let seen = exec_both(
+        &env,
+        &b,
+        &[
+            (&[], &["id"]),
+            (&["--user", "0"], &["id"]),
+            (&["--user", "2:3", "--additional-gids", "7"], &["id"]),
+        ],
+    );
     assert_eq!(seen[0][0], "uid=1000 gid=1000 groups=5\n");
     assert_eq!(seen[0], seen[1], "runsbx, then runc");
 }
@@ -700,4 +711,64 @@ fn device_cgroup_denies_by_default_like_runc() {
     let ours: Vec<&String> = lists[0].iter().filter(|r| *r != "c 5:1 rwm").collect();
     let runc: Vec<&String> = lists[1].iter().collect();
     assert_eq!(ours, runc, "runsbx, then runc");
+}
+
+/// runc's "exec --cap [ambient is set from spec]": an inheritable capability
+/// outside the permitted set and an ambient one, in `run -d` and in what
+/// `exec` (and `exec --cap`) gets. libcontainer sets the sets one capset at
+/// a time and failed the create with EPERM; runsbx applies them as runc.
+#[test]
+fn capabilities_from_the_spec_reach_exec_like_runc() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    let mut b = env.bundle("caps", &["sleep", "100"]);
+    b.config["process"]["capabilities"] = serde_json::json!({
+        "inheritable": ["CAP_CHOWN", "CAP_SYSLOG"],
+        "permitted": ["CAP_KILL", "CAP_CHOWN"],
+        "effective": ["CAP_KILL"],
+        "bounding": ["CAP_KILL", "CAP_CHOWN", "CAP_SYSLOG"],
+        "ambient": ["CAP_CHOWN"]
+    });
+    b.save();
+    let status: &[&str] = &["grep", "^Cap", "/proc/self/status"];
+    let seen = exec_both(
+        &env,
+        &b,
+        &[(&[], status), (&["--cap", "CAP_SYSLOG"], status)],
+    );
+    // The values runc's suite expects.
+    assert_eq!(
+        seen[1][0],
+        "CapInh:\t0000000400000001\nCapPrm:\t0000000000000021\nCapEff:\t0000000000000021\n\
+         CapBnd:\t0000000400000021\nCapAmb:\t0000000000000001\n"
+    );
+    assert!(
+        seen[1][1].contains("CapAmb:\t0000000400000001"),
+        "{}",
+        seen[1][1]
+    );
+    assert_eq!(seen[0], seen[1], "runsbx, then runc");
+}
+
+/// An ambient capability not in the inheritable set cannot be raised: runc
+/// skips it (1.2 with a warning, which runsbx gives) and runs the rest.
+#[test]
+fn an_ambient_capability_that_cannot_be_raised_is_skipped_like_runc() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    let mut b = env.bundle("amb", &["grep", "^Cap", "/proc/self/status"]);
+    let both = ["CAP_KILL", "CAP_CHOWN"];
+    b.config["process"]["capabilities"] = serde_json::json!({
+        "bounding": both, "effective": both, "permitted": both,
+        "inheritable": ["CAP_KILL"], "ambient": both
+    });
+    b.save();
+    let want = "CapInh:\t0000000000000020\nCapPrm:\t0000000000000021\nCapEff:\t0000000000000021\n\
+                CapBnd:\t0000000000000021\nCapAmb:\t0000000000000020\n";
+    let stderr = run_both_print(&env, &b, "amb", want);
+    assert!(
+        stderr[0].contains("can't raise ambient capability CAP_CHOWN: "),
+        "runsbx: {}",
+        stderr[0]
+    );
 }

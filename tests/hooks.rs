@@ -46,6 +46,16 @@ fn failing_first(env: &Env, kind: &str, code: u8) -> (Bundle, PathBuf) {
     (b, second)
 }
 
+/// `run` of `b` as `id` under `rt` ("runsbx" or "runc"), which must
+/// succeed; its stdout.
+fn run_under(env: &Env, rt: &str, b: &Bundle, id: &str) -> String {
+    let args = ["run", "--bundle", b.path(), id];
+    match rt {
+        "runsbx" => env.ok(&args),
+        _ => env.runc_ok(&args),
+    }
+}
+
 /// `runsbx ARGS` succeeds, warning with `needle` on stderr.
 fn assert_warns(env: &Env, args: &[&str], needle: &str) {
     let o = env.run(args);
@@ -162,7 +172,10 @@ fn failing_prestart_fails_create_leaves_nothing_and_runs_poststop() {
     b.save();
     let o = env.run(&["create", "--bundle", b.path(), &id]);
     assert!(!o.status.success(), "create succeeded");
-    assert_one_line_error(&o, "prestart hook 0 (/bin/sh): exited with status 7");
+    assert_one_line_error(
+        &o,
+        "error running prestart hook #0: /bin/sh: exited with status 7",
+    );
     let pid = read_state(&pre)["pid"].as_i64().expect("pid") as i32;
     assert!(
         wait_dead(pid, Duration::from_secs(5)),
@@ -182,7 +195,7 @@ fn failing_poststart_warns_and_start_succeeds() {
     assert_warns(
         &env,
         &["start", "ps"],
-        "poststart hook 0 (/bin/sh): exited with status 3",
+        "error running poststart hook #0: /bin/sh: exited with status 3",
     );
     assert!(second.exists(), "the hook after the failed one did not run");
     assert_eq!(env.state("ps")["status"], "running");
@@ -237,7 +250,10 @@ fn hooks_past_their_timeout_are_killed() {
         "took {:?}",
         t.elapsed()
     );
-    assert_one_line_error(&o, "prestart hook 0 (/bin/sh): timed out after 1 s; killed");
+    assert_one_line_error(
+        &o,
+        "error running prestart hook #0: /bin/sh: timed out after 1 s; killed",
+    );
     assert_eq!(env.state_entries(), Vec::<String>::new(), "state left");
     // poststart: start succeeds with a warning.
     let mut b = env.bundle("post", &["sleep", "10"]);
@@ -248,7 +264,7 @@ fn hooks_past_their_timeout_are_killed() {
     assert_warns(
         &env,
         &["start", "slowpost"],
-        "poststart hook 0 (/bin/sh): timed out after 1 s; killed",
+        "error running poststart hook #0: /bin/sh: timed out after 1 s; killed",
     );
     assert!(
         t.elapsed() < Duration::from_secs(10),
@@ -282,11 +298,7 @@ fn poststop_runs_on_delete_told_what_runc_tells_it() {
                 b.config["annotations"] = annotations.clone();
             }
             b.save();
-            let args = ["run", "--bundle", b.path(), "pstop"];
-            match rt {
-                "runsbx" => env.ok(&args),
-                _ => env.runc_ok(&args),
-            };
+            run_under(&env, rt, &b, "pstop");
             states.push(read_state(&saved));
         }
         let (ours, runc) = (&states[0], &states[1]);
@@ -307,7 +319,7 @@ fn poststop_runs_on_delete_told_what_runc_tells_it() {
     assert_warns(
         &env,
         &["delete", "--force", "pfail"],
-        "poststop hook 0 (/bin/sh): exited with status 4",
+        "error running poststop hook #0: /bin/sh: exited with status 4",
     );
     assert!(second.exists());
     assert_eq!(env.state_entries(), Vec::<String>::new());
@@ -326,11 +338,7 @@ fn create_container_runs_in_the_rootfs_told_what_runc_tells_it() {
         b.config["hooks"] =
             json!({ "createContainer": [hook("pwd > ./hookcwd; cat > ./hookstate")] });
         b.save();
-        let args = ["run", "--bundle", b.path(), "ccwd"];
-        let stdout = match rt {
-            "runsbx" => env.ok(&args),
-            _ => env.runc_ok(&args),
-        };
+        let stdout = run_under(&env, rt, &b, "ccwd");
         let rootfs = fs::canonicalize(b.dir.join("rootfs")).unwrap();
         assert_eq!(
             stdout.trim_end(),
@@ -342,4 +350,78 @@ fn create_container_runs_in_the_rootfs_told_what_runc_tells_it() {
     }
     assert_eq!(seen[0], (json!("creating"), json!(1)), "runsbx");
     assert_eq!(seen[0], seen[1], "runsbx, then runc");
+}
+
+/// A failing hook of each kind that can fail `run` (runc's `run [hook
+/// fails]`): `run` fails with runc's words and the workload never runs; a
+/// startContainer failure too (libcontainer's init exited 255 in silence).
+#[test]
+fn a_failing_hook_fails_run_in_runcs_words() {
+    let env = Env::new();
+    let _c = Cleanup(&env);
+    for kind in [
+        "prestart",
+        "createRuntime",
+        "createContainer",
+        "startContainer",
+    ] {
+        let mut b = env.bundle(kind, &["echo", "Hello World"]);
+        b.config["hooks"][kind] = json!([{ "path": "/bin/true" }, { "path": "/bin/false" }]);
+        b.save();
+        let id = unique_id("hookrun");
+        let o = env.run(&["run", "--bundle", b.path(), &id]);
+        assert_eq!(o.status.code(), Some(1), "{kind}: {}", stderr_of(&o));
+        assert_eq!(stdout_of(&o), "", "{kind}: the workload ran");
+        assert_one_line_error(
+            &o,
+            &format!("error running {kind} hook #1: /bin/false: exited with status 1"),
+        );
+        assert_clean(&env, &id);
+    }
+}
+
+/// runc's "runc run [seccomp] (startContainer hook)": the hook runs under
+/// the container's filter, is told what runc tells it, and one the filter
+/// kills fails `run`, named as runc names it.
+#[test]
+fn start_container_hooks_run_under_the_filter_told_what_runc_tells_them() {
+    let env = Env::new();
+    let _c = Cleanup(&env);
+    let mut states = Vec::new();
+    for rt in ["runsbx", "runc"] {
+        let mut b = env.bundle(rt, &["cat", "/tmp/state"]);
+        b.config["hooks"] = json!({ "startContainer": [hook("cat > /tmp/state")] });
+        b.config["annotations"] = json!({ "org.example": "start" });
+        b.save();
+        let text = run_under(&env, rt, &b, "startstate");
+        let state: Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{rt}: {e}: {text:?}"));
+        assert_eq!(state["bundle"], b.path(), "{rt}");
+        states.push(state);
+    }
+    for k in ["status", "pid", "id", "annotations"] {
+        assert_eq!(
+            states[0][k], states[1][k],
+            "{k}: runsbx {} runc {}",
+            states[0], states[1]
+        );
+    }
+    assert_eq!(states[0]["status"], "created");
+
+    let mut b = env.bundle("seccomp", &["true"]);
+    b.config["linux"]["seccomp"] = json!({
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
+        "syscalls": [{ "names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_KILL" }]
+    });
+    b.config["hooks"] = json!({ "startContainer": [hook("mkdir /tmp/foo")] });
+    b.save();
+    let id = unique_id("hookseccomp");
+    let o = env.run(&["run", "--bundle", b.path(), &id]);
+    assert!(!o.status.success(), "run succeeded");
+    assert_one_line_error(
+        &o,
+        "error running startContainer hook #0: /bin/sh: killed by SIGSYS (bad system call)",
+    );
+    assert_clean(&env, &id);
 }

@@ -408,7 +408,7 @@ fn poststop_hooks_run_at_delete() {
             "{case}: cgroups still there when the hook ran: {seen}"
         );
         assert!(
-            stderr.contains("poststop hook 0"),
+            stderr.contains("error running poststop hook #0: "),
             "{case}: no warning for the failing hook: {stderr}"
         );
         let cgroups = cgroups_named(id);
@@ -750,8 +750,6 @@ fn a_read_only_overlay_install_is_not_taken_for_sealed() {
 #[test]
 fn console_socket_receives_the_pty_master() {
     use std::io::Read;
-    use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-    use std::os::unix::net::UnixListener;
 
     let env = Env::new();
     let mut b = env.bundle(
@@ -768,27 +766,7 @@ fn console_socket_receives_the_pty_master() {
         }));
     b.save();
     let sock = env.tmp.path().join("console.sock");
-    let listener = UnixListener::bind(&sock).unwrap();
-    let receiver = std::thread::spawn(move || -> OwnedFd {
-        let (conn, _) = listener.accept().unwrap();
-        let mut buf = [0u8; 256];
-        let mut iov = [std::io::IoSliceMut::new(&mut buf)];
-        let mut cmsg = nix::cmsg_space!([RawFd; 1]);
-        let msg = nix::sys::socket::recvmsg::<()>(
-            std::os::fd::AsRawFd::as_raw_fd(&conn),
-            &mut iov,
-            Some(&mut cmsg),
-            nix::sys::socket::MsgFlags::empty(),
-        )
-        .unwrap();
-        for c in msg.cmsgs().unwrap() {
-            if let nix::sys::socket::ControlMessageOwned::ScmRights(fds) = c {
-                // SAFETY: the kernel just installed this descriptor for us.
-                return unsafe { OwnedFd::from_raw_fd(fds[0]) };
-            }
-        }
-        panic!("no descriptor received");
-    });
+    let receiver = receive_fd(&sock);
     let id = unique_id("tty");
     env.ok(&[
         "create",
@@ -1276,4 +1254,176 @@ fn cpu_affinity_resets_for_containers_and_stays_for_sandboxes() {
         "/proc/self/status",
     ]);
     assert_eq!(allowed(&sandbox), "0", "sandbox");
+}
+
+/// A listener on `sock` (made now) that takes one connection and returns
+/// the first descriptor sent over it (SCM_RIGHTS).
+fn receive_fd(sock: &Path) -> std::thread::JoinHandle<std::os::fd::OwnedFd> {
+    use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+    let listener = std::os::unix::net::UnixListener::bind(sock).unwrap();
+    std::thread::spawn(move || -> OwnedFd {
+        let (conn, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 256];
+        let mut iov = [std::io::IoSliceMut::new(&mut buf)];
+        let mut cmsg = nix::cmsg_space!([RawFd; 1]);
+        let msg = nix::sys::socket::recvmsg::<()>(
+            std::os::fd::AsRawFd::as_raw_fd(&conn),
+            &mut iov,
+            Some(&mut cmsg),
+            nix::sys::socket::MsgFlags::empty(),
+        )
+        .unwrap();
+        for c in msg.cmsgs().unwrap() {
+            if let nix::sys::socket::ControlMessageOwned::ScmRights(fds) = c {
+                // SAFETY: the kernel just installed this descriptor for us.
+                return unsafe { OwnedFd::from_raw_fd(fds[0]) };
+            }
+        }
+        panic!("no descriptor received");
+    })
+}
+
+/// The pid a pidfd refers to, from its fdinfo.
+fn pidfd_pid(fd: &std::os::fd::OwnedFd) -> i64 {
+    use std::os::fd::AsRawFd;
+    let info = fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("Pid:"))
+        .unwrap_or_else(|| panic!("not a pidfd: {info}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// runc 1.2's `--pidfd-socket` (its pidfd-socket.bats): `create`, `run -d`
+/// and `exec` send a pidfd of the process they made; a socket that cannot
+/// be reached fails them in one line before anything is made or run (the
+/// create left its container behind, the exec ran its process).
+#[test]
+fn pidfd_socket_gets_the_process_and_a_bad_one_leaves_nothing() {
+    let env = Env::new();
+    let _c = Cleanup(&env);
+    let b = env.bundle("b", &["sleep", "100"]);
+    let sock = |name: &str| env.tmp.path().join(name);
+    for (n, verb) in [["create"].as_slice(), &["run", "--detach"]]
+        .iter()
+        .enumerate()
+    {
+        let id = unique_id("pidfd");
+        let path = sock(&format!("init{n}.sock"));
+        let receiver = receive_fd(&path);
+        let mut args = verb.to_vec();
+        args.extend([
+            "--pidfd-socket",
+            path.to_str().unwrap(),
+            "--bundle",
+            b.path(),
+            &id,
+        ]);
+        env.ok(&args);
+        let pidfd = receiver.join().unwrap();
+        assert_eq!(
+            pidfd_pid(&pidfd),
+            env.state(&id)["pid"].as_i64().unwrap(),
+            "{verb:?}"
+        );
+        if n == 1 {
+            let path = sock("exec.sock");
+            let pid_file = sock("exec.pid");
+            let receiver = receive_fd(&path);
+            env.ok(&[
+                "exec",
+                "--detach",
+                "--pidfd-socket",
+                path.to_str().unwrap(),
+                "--pid-file",
+                pid_file.to_str().unwrap(),
+                &id,
+                "sleep",
+                "50",
+            ]);
+            let pid: i64 = fs::read_to_string(&pid_file)
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            assert_eq!(pidfd_pid(&receiver.join().unwrap()), pid, "exec");
+            let missing = sock("missing.sock");
+            assert_one_line_error(
+                &env.run(&[
+                    "exec",
+                    "--detach",
+                    "--pidfd-socket",
+                    missing.to_str().unwrap(),
+                    &id,
+                    "sleep",
+                    "60",
+                ]),
+                &format!(
+                    "exec: --pidfd-socket {}: No such file or directory",
+                    missing.display()
+                ),
+            );
+            let ps = env.ok(&["ps", "--format", "json", &id]);
+            let pids: Vec<i64> = serde_json::from_str(&ps).unwrap();
+            assert_eq!(pids.len(), 2, "the exec with a bad socket ran: {ps}");
+        }
+        env.ok(&["delete", "--force", &id]);
+    }
+    let id = unique_id("pidfd");
+    let missing = sock("missing.sock");
+    let out = env.run(&[
+        "create",
+        "--pidfd-socket",
+        missing.to_str().unwrap(),
+        "--bundle",
+        b.path(),
+        &id,
+    ]);
+    assert_one_line_error(&out, "--pidfd-socket");
+    assert_clean(&env, &id);
+}
+
+/// runc 1.2's timens.bats: `linux.timeOffsets` in a new time namespace
+/// reach `run` and an `exec`'d process (runc's issue 4635); offsets without
+/// a time namespace are refused in one line, leaving nothing.
+#[test]
+fn time_namespace_offsets_reach_run_and_exec() {
+    let env = Env::new();
+    let _c = Cleanup(&env);
+    let offsets = serde_json::json!({
+        "monotonic": { "secs": 7881, "nanosecs": 2718281 },
+        "boottime": { "secs": 1337, "nanosecs": 3141519 }
+    });
+    let want = "monotonic        7881   2718281\nboottime         1337   3141519\n";
+    let mut b = env.bundle("b", &["cat", "/proc/self/timens_offsets"]);
+    b.config["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({ "type": "time" }));
+    b.config["linux"]["timeOffsets"] = offsets.clone();
+    b.save();
+    assert_eq!(
+        env.ok(&["run", "--bundle", b.path(), &unique_id("timens")]),
+        want
+    );
+    b.config["process"]["args"] = serde_json::json!(["sleep", "100"]);
+    b.save();
+    let id = unique_id("timens");
+    env.ok(&["run", "--detach", "--bundle", b.path(), &id]);
+    assert_eq!(
+        env.ok(&["exec", &id, "cat", "/proc/self/timens_offsets"]),
+        want
+    );
+    env.ok(&["delete", "--force", &id]);
+
+    let mut b = env.bundle("nons", &["true"]);
+    b.config["linux"]["timeOffsets"] = offsets;
+    b.save();
+    let id = unique_id("timens");
+    assert_one_line_error(
+        &env.run(&["run", "--bundle", b.path(), &id]),
+        "time namespace offsets specified, but time namespace isn't enabled",
+    );
+    assert_clean(&env, &id);
 }

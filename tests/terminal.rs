@@ -383,3 +383,51 @@ fn the_terminal_is_restored_after_a_signal_or_a_kill() {
     assert_eq!(status.code(), Some(137), "{:?}", pty.text());
     pty.assert_restored(&before);
 }
+
+/// runc's "[tty owner] ({u,g}id != 0)": the pty made for a process of a
+/// non-root uid is that uid's (group: devpts's `gid=5`), in `run` and in
+/// `exec -t`, and CAP_CHOWN, kept for it, is gone before the workload. The
+/// caller's own stdio (a file here) is not handed over, where runc would.
+#[test]
+fn the_pty_of_a_non_root_process_is_its_own() {
+    let env = Env::new();
+    let _cleanup = Cleanup(&env);
+    let show = "echo owner $(stat -c %u:%g $(tty)); grep CapEff /proc/self/status";
+    let mut b = terminal_bundle(&env, "owner", show);
+    b.config["process"]["user"] = json!({ "uid": 1000, "gid": 100 });
+    b.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .last_mut()
+        .unwrap()["options"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!("gid=5"));
+    b.save();
+    let want = "owner 1000:5\nCapEff:\t0000000000000000\n";
+    let out = env.run(&["run", "--bundle", b.path(), &unique_id("owner")]);
+    assert_eq!(stdout_of(&out), want, "run: {}", stderr_of(&out));
+
+    b.config["process"]["terminal"] = json!(false);
+    b.config["process"]["args"] = json!(["sleep", "100"]);
+    b.save();
+    let id = unique_id("owner");
+    env.ok(&["run", "--detach", "--bundle", b.path(), &id]);
+    let out = env.run(&["exec", "-t", &id, "sh", "-c", show]);
+    assert_eq!(stdout_of(&out), want, "exec -t: {}", stderr_of(&out));
+    let file = env.tmp.path().join("caller-stdout");
+    let status = env
+        .cmd()
+        .args(["exec", &id, "true"])
+        .stdout(std::fs::File::create(&file).unwrap())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().uid(),
+        0,
+        "the caller's file was given away"
+    );
+    env.ok(&["delete", "--force", &id]);
+}

@@ -361,3 +361,42 @@ fn update_cpu_pairs_in_either_direction() {
     assert_eq!(file("cpu.cfs_burst_us"), "5000");
     env.ok(&["delete", "--force", &id]);
 }
+
+/// runc 1.2's "update cgroup cpu.idle": `--resources` and `--cpu-idle` set
+/// and clear SCHED_IDLE; a value the kernel does not take is refused in one
+/// line and changes nothing; an update of something else keeps it.
+#[test]
+fn update_cpu_idle_like_runc() {
+    let env = Env::new();
+    let _c = Cleanup(&env);
+    let (id, _b, pid) = sleeping(&env, "cpuidle");
+    let idle = || read(cgroup_file(pid, "cpu", "cpu.idle", "cpu.idle"));
+    assert_eq!(idle(), "0");
+    for v in ["1", "0", "1"] {
+        let json = format!(r#"{{"cpu": {{"idle": {v}}}}}"#);
+        let out = with_stdin(&env, &["update", "-r", "-", &id], json.as_bytes());
+        assert!(out.status.success(), "{}", stderr_of(&out));
+        assert_eq!(idle(), v, "--resources idle {v}");
+    }
+    for v in ["1", "0", "1"] {
+        env.ok(&["update", "--cpu-idle", v, &id]);
+        assert_eq!(idle(), v, "--cpu-idle {v}");
+    }
+    for v in ["-1", "2", "3"] {
+        assert_one_line_error(
+            &env.run(&["update", "--cpu-idle", v, &id]),
+            &format!("--cpu-idle {v}: must be 0 or 1"),
+        );
+        assert_eq!(idle(), "1", "--cpu-idle {v}");
+    }
+    assert_one_line_error(
+        &with_stdin(
+            &env,
+            &["update", "-r", "-", &id],
+            br#"{"cpu": {"idle": 2}}"#,
+        ),
+        "--resources -: cpu.idle 2: must be 0 or 1",
+    );
+    env.ok(&["update", "--cpu-period", "10000", &id]);
+    assert_eq!(idle(), "1", "another update cleared cpu.idle");
+}

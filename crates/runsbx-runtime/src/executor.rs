@@ -4,6 +4,8 @@
 //!
 //! Order, and why:
 //! 1. `validate` (before init reports ready, so errors fail `create`):
+//!    give stdio to the process's uid, as runc, and drop the CAP_SETPCAP
+//!    and CAP_CHOWN init kept for that and its inheritable set (capsets.rs),
 //!    resolve the executable inside the container, set the mount flags
 //!    libcontainer left off (remount.rs, with the CAP_SYS_ADMIN init kept
 //!    for them, dropped right after), and enforce Landlock.
@@ -13,9 +15,10 @@
 //! 2. `exec` (after `start`): set no_new_privs before loading a seccomp
 //!    filter, unless the process runs without it (nnp.rs: then init kept
 //!    CAP_SYS_ADMIN to load the filter, and drops it right after), load the
-//!    filter, execve. The filter comes last so it need not allow any of
-//!    init's own syscalls; it must allow the execve itself (and capset when
-//!    loaded without no_new_privs).
+//!    filter, run the startContainer hooks (under the filter, as runc runs
+//!    them; hooks.rs), execve. The filter comes last so it need not allow
+//!    any of init's own syscalls; it must allow the execve itself (and
+//!    capset when loaded without no_new_privs, and what the hooks need).
 //!
 //! An error in `exec` is written to the report channel (see `report.rs`)
 //! before init exits, so `start`/`run` print it instead of "exit 255".
@@ -63,6 +66,13 @@ pub struct SandboxExecutor {
     /// CAP_SYS_ADMIN was kept for `remounts` alone: the sets to drop it
     /// from once they are set.
     pub remount_kept: Option<crate::nnp::Kept>,
+    /// What was kept through libcontainer's capability drop (capsets.rs:
+    /// CAP_SETPCAP for the inheritable set, CAP_CHOWN for the stdio's
+    /// owner): dropped first thing in `validate`.
+    pub caps_kept: crate::capsets::Applied,
+    /// The container's startContainer hooks, run in `exec` right before
+    /// the workload's execve (init containers only).
+    pub start_hooks: Option<crate::hooks::StartHooks>,
     /// Give the process every CPU its cpuset allows (`reset_cpu_affinity`).
     pub reset_affinity: bool,
     /// The spec mounts a procfs on /proc: check in init that /proc is still
@@ -85,6 +95,24 @@ impl SandboxExecutor {
 
 impl Executor for SandboxExecutor {
     fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
+        // As runc: the pty made for a terminal process owned by its uid
+        // (usable by a non-root user), with the CAP_CHOWN kept for it when
+        // the spec gives none. Not the caller's stdio (capsets.rs).
+        let terminal = spec
+            .process()
+            .as_ref()
+            .filter(|p| p.terminal() == Some(true));
+        if let Some(uid) = terminal.map(|p| p.user().uid()) {
+            crate::capsets::fix_stdio_owner(uid)
+                .map_err(ExecutorValidationError::ArgValidationError)?;
+        }
+        // Stops: init holding a CAP_SETPCAP or CAP_CHOWN the spec did not
+        // give (it could add any bounding capability to its inheritable
+        // set, or take any file) past libcontainer's capability drop; first,
+        // before anything else of runsbx's.
+        self.caps_kept
+            .give_back()
+            .map_err(ExecutorValidationError::ArgValidationError)?;
         let (path, args) = resolve(spec).map_err(ExecutorValidationError::ArgValidationError)?;
         check_executable(&path).map_err(ExecutorValidationError::ArgValidationError)?;
         let _ = self.resolved.set((path, args));
@@ -229,6 +257,9 @@ impl SandboxExecutor {
                 )
             })?;
         }
+        if let Some(hooks) = &self.start_hooks {
+            steps.start_hooks(hooks)?;
+        }
         Ok(steps.exec(path, args))
     }
 }
@@ -240,6 +271,7 @@ trait Steps {
     fn no_new_privs(&mut self) -> Result<(), String>;
     fn load_filter(&mut self, program: &SeccompProgram) -> Result<(), String>;
     fn give_back(&mut self, kept: &crate::nnp::Kept) -> Result<(), String>;
+    fn start_hooks(&mut self, hooks: &crate::hooks::StartHooks) -> Result<(), String>;
     /// Returns only when exec failed, with why.
     fn exec(&mut self, path: &CString, args: &[CString]) -> String;
 }
@@ -255,6 +287,9 @@ impl Steps for Kernel {
     }
     fn give_back(&mut self, kept: &crate::nnp::Kept) -> Result<(), String> {
         (*kept).give_back().map_err(|e| e.to_string())
+    }
+    fn start_hooks(&mut self, hooks: &crate::hooks::StartHooks) -> Result<(), String> {
+        hooks.run()
     }
     fn exec(&mut self, path: &CString, args: &[CString]) -> String {
         nix::unistd::execv(path, args)
@@ -391,6 +426,9 @@ mod tests {
         fn give_back(&mut self, _: &crate::nnp::Kept) -> Result<(), String> {
             self.step("give_back")
         }
+        fn start_hooks(&mut self, _: &crate::hooks::StartHooks) -> Result<(), String> {
+            self.step("start_hooks")
+        }
         fn exec(&mut self, _: &CString, _: &[CString]) -> String {
             self.steps.push("exec".into());
             "no such file".into()
@@ -479,6 +517,28 @@ mod tests {
         assert!(r
             .unwrap_err()
             .starts_with("seccomp: dropping the CAP_SYS_ADMIN kept"));
+    }
+
+    /// runc's order: the startContainer hooks under the filter, right
+    /// before exec; one that fails stops the container there.
+    #[test]
+    fn start_container_hooks_run_under_the_filter_right_before_exec() {
+        let spec: Spec = serde_json::from_value(serde_json::json!({
+            "ociVersion": "1.0.2",
+            "hooks": { "startContainer": [{ "path": "/bin/true" }] }
+        }))
+        .unwrap();
+        let e = SandboxExecutor {
+            start_hooks: crate::hooks::StartHooks::of(&spec, "x", Path::new("/b")),
+            ..SandboxExecutor::new(filter(), vec![])
+        };
+        assert_eq!(
+            seal(&e, None).0,
+            ["no_new_privs", "load_filter", "start_hooks", "exec"]
+        );
+        let (steps, r) = seal(&e, Some("start_hooks"));
+        assert_eq!(steps, ["no_new_privs", "load_filter", "start_hooks"]);
+        assert_eq!(r.unwrap_err(), "refused");
     }
 
     #[test]

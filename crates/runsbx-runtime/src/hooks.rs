@@ -11,8 +11,14 @@
 //! moment (in the runtime's namespaces, before the createContainer hooks
 //! and init's pivot_root), and the shim runs the hook as below, told
 //! `created` and the real bundle; a failure fails the create, with the
-//! shim's one line (`shim_report`). createContainer and startContainer stay
-//! libcontainer's: they run inside the container's namespaces, in init.
+//! shim's one line (`shim_report`). createContainer hooks run through the
+//! shim too, from init (in the rootfs, told init's pid). startContainer
+//! hooks are run by runsbx's Executor in init ([`StartHooks`]), after the
+//! seccomp filter is loaded and right before the workload's exec, as runc
+//! runs them (libcontainer ran them before the filter, told `creating` and
+//! the bundle copy, and a failure was lost: init exited 255 in silence).
+//!
+//! A failure reads as runc's: `error running KIND hook #INDEX: PATH: WHY`.
 //!
 //! A hook gets the runtime-spec state on stdin (a memfd holding it), its own
 //! `env` (nothing else), stdout discarded and runsbx's stderr. With a `timeout` it is
@@ -22,7 +28,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -85,11 +91,13 @@ pub fn check(spec: &Spec) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// The keys of `hooks` that runsbx runs itself, through the shim or after.
-const SHIMMED_HOOKS: [&str; 5] = [
+/// The keys of `hooks` that runsbx runs itself, through the shim, in the
+/// Executor or after.
+const SHIMMED_HOOKS: [&str; 6] = [
     "prestart",
     "createRuntime",
     "createContainer",
+    "startContainer",
     "poststart",
     "poststop",
 ];
@@ -104,12 +112,12 @@ pub fn has_runtime_hooks(raw: &serde_json::Value) -> bool {
     })
 }
 
-/// `raw` as libcontainer runs its hooks: without poststart and poststop,
-/// each prestart, createRuntime and createContainer hook replaced by
-/// runsbx's `hook-shim` carrying it (`run_shim`), which tells it the real
-/// `bundle`, runs a createContainer hook in the rootfs (runc's working
-/// directory for it; libcontainer's is the caller's), and writes why it
-/// failed to `report` (startContainer stays).
+/// `raw` as libcontainer runs its hooks: without startContainer (the
+/// Executor's, [`StartHooks`]), poststart and poststop, each prestart,
+/// createRuntime and createContainer hook replaced by runsbx's `hook-shim`
+/// carrying it (`run_shim`), which tells it the real `bundle`, runs a
+/// createContainer hook in the rootfs (runc's working directory for it;
+/// libcontainer's is the caller's), and writes why it failed to `report`.
 pub fn for_libcontainer(raw: &mut serde_json::Value, bundle: &Path, report: &Path) {
     let rootfs = raw
         .pointer("/root/path")
@@ -118,6 +126,7 @@ pub fn for_libcontainer(raw: &mut serde_json::Value, bundle: &Path, report: &Pat
     let Some(hooks) = raw.get_mut("hooks").and_then(|h| h.as_object_mut()) else {
         return;
     };
+    hooks.remove("startContainer");
     hooks.remove("poststart");
     hooks.remove("poststop");
     for kind in ["prestart", "createRuntime", "createContainer"] {
@@ -169,12 +178,9 @@ pub fn run_shim(
 ) -> i32 {
     let hook: Hook = match serde_json::from_str(hook) {
         Ok(h) => h,
-        Err(e) => return shim_failed(report, format!("{kind} hook {index}: {e}")),
+        Err(e) => return shim_failed(report, format!("error running {kind} hook #{index}: {e}")),
     };
-    let fail = |what: String| {
-        let path = hook.path().display();
-        shim_failed(report, format!("{kind} hook {index} ({path}): {what}"))
-    };
+    let fail = |what: String| shim_failed(report, failure(kind, index, &hook, &what));
     if let Some(dir) = cwd {
         if let Err(e) = std::env::set_current_dir(dir) {
             return fail(format!("chdir {}: {e}", dir.display()));
@@ -206,7 +212,7 @@ pub fn run_shim(
         // Left out when empty, as `state` and runc give it.
         state.as_object_mut().map(|s| s.remove("annotations"));
     }
-    match run_one(&hook, state.to_string().as_bytes()) {
+    match run_one(&hook, state.to_string().as_bytes(), false) {
         Ok(()) => 0,
         Err(what) => fail(what),
     }
@@ -241,9 +247,64 @@ pub struct State<'a> {
     pub annotations: Option<&'a HashMap<String, String>>,
 }
 
+/// A failed hook, in runc's words (its `error running %s hook #%d: %w`),
+/// with the hook's path.
+fn failure(kind: &str, index: usize, hook: &Hook, what: &str) -> String {
+    format!(
+        "error running {kind} hook #{index}: {}: {what}",
+        hook.path().display()
+    )
+}
+
+/// The startContainer hooks of a container and the state they are told, for
+/// the Executor to run in init after the seccomp filter is loaded and
+/// right before the workload's exec (runc's moment and order).
+#[derive(Debug, Clone)]
+pub struct StartHooks {
+    hooks: Vec<Hook>,
+    /// runc's: `created`, the real bundle, the annotations; the pid is
+    /// init's own, filled in when they run.
+    state: serde_json::Value,
+}
+
+impl StartHooks {
+    pub fn of(spec: &Spec, id: &str, bundle: &Path) -> Option<Self> {
+        let hooks = spec.hooks().as_ref()?.start_container().clone()?;
+        if hooks.is_empty() {
+            return None;
+        }
+        let state = State {
+            oci_version: crate::container::OCI_VERSION,
+            id,
+            status: "created",
+            pid: None,
+            bundle,
+            annotations: spec.annotations().as_ref().filter(|a| !a.is_empty()),
+        };
+        Some(Self {
+            hooks,
+            state: serde_json::to_value(&state).unwrap_or_default(),
+        })
+    }
+
+    /// In init: each hook in turn, told init's pid (as the container sees
+    /// it), with the workload's environment unless the hook has its own;
+    /// the first failure stops them and the container, in one line.
+    pub fn run(&self) -> std::result::Result<(), String> {
+        let mut state = self.state.clone();
+        state["pid"] = nix::unistd::getpid().as_raw().into();
+        let input = state.to_string();
+        for (index, hook) in self.hooks.iter().enumerate() {
+            run_one(hook, input.as_bytes(), true)
+                .map_err(|what| failure("startContainer", index, hook, &what))?;
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum HookError {
-    /// What a `hook-shim` wrote: `KIND hook INDEX (PATH): WHY`.
+    /// What a `hook-shim` wrote: `error running KIND hook #INDEX: PATH: WHY`.
     #[error("{0}")]
     Reported(String),
 }
@@ -253,11 +314,11 @@ pub enum HookError {
 pub fn run_warn(kind: &'static str, hooks: &[Hook], state: &State<'_>) {
     let input = state_json(state);
     for (index, hook) in hooks.iter().enumerate() {
-        if let Err(what) = run_one(hook, &input) {
+        if let Err(what) = run_one(hook, &input, false) {
             tracing::warn!(
-                "container {:?}: {kind} hook {index} ({}): {what}",
+                "container {:?}: {}",
                 state.id,
-                hook.path().display()
+                failure(kind, index, hook, &what)
             );
         }
     }
@@ -269,27 +330,54 @@ fn state_json(state: &State<'_>) -> Vec<u8> {
 }
 
 /// One hook: spawned, given `input`, waited for (up to its timeout).
-/// Returns why it failed.
-fn run_one(hook: &Hook, input: &[u8]) -> std::result::Result<(), String> {
+/// Returns why it failed. Its environment is its `env`; without one, the
+/// caller's when `inherit_env` (startContainer: the workload's, as runc and
+/// libcontainer give it), else empty.
+fn run_one(hook: &Hook, input: &[u8], inherit_env: bool) -> std::result::Result<(), String> {
     let mut cmd = Command::new(hook.path());
     match hook.args().as_deref() {
         Some([arg0, rest @ ..]) => cmd.arg0(arg0).args(rest),
         _ => &mut cmd,
     };
-    let env = hook.env().clone().unwrap_or_default();
-    cmd.env_clear()
-        .envs(env.iter().map(|kv| kv.split_once('=').unwrap_or((kv, ""))))
-        .stdin(state_file(input)?)
+    if let Some(env) = hook.env() {
+        cmd.env_clear()
+            .envs(env.iter().map(|kv| kv.split_once('=').unwrap_or((kv, ""))));
+    } else if !inherit_env {
+        cmd.env_clear();
+    }
+    cmd.stdin(state_file(input)?)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit());
     let mut child = cmd.spawn().map_err(|e| format!("cannot run: {e}"))?;
     let timeout = hook.timeout().map(|s| Duration::from_secs(s.max(0) as u64));
-    let waited = wait(&mut child, timeout);
-    match waited? {
-        Some(0) => Ok(()),
-        Some(code) => Err(format!("exited with status {code}")),
-        None => Err("killed by a signal".into()),
+    let status = wait(&mut child, timeout)?;
+    match (status.code(), status.signal()) {
+        (Some(0), _) => Ok(()),
+        (Some(code), _) => Err(format!("exited with status {code}")),
+        (None, Some(n)) => Err(format!("killed by {}", signal_words(n))),
+        (None, None) => Err(format!("ended: {status}")),
     }
+}
+
+/// A signal's name and what it means, e.g. `SIGSYS (bad system call)`: a
+/// hook stopped by a seccomp filter's kill reads as under runc.
+fn signal_words(n: i32) -> String {
+    let Ok(sig) = nix::sys::signal::Signal::try_from(n) else {
+        return format!("signal {n}");
+    };
+    use nix::sys::signal::Signal::*;
+    let words = match sig {
+        SIGSYS => "bad system call",
+        SIGKILL => "killed",
+        SIGSEGV => "segmentation fault",
+        SIGABRT => "aborted",
+        SIGTERM => "terminated",
+        SIGBUS => "bus error",
+        SIGILL => "illegal instruction",
+        SIGFPE => "floating point exception",
+        _ => return sig.as_str().to_string(),
+    };
+    format!("{} ({words})", sig.as_str())
 }
 
 /// The state as a file read from its start: a hook that never reads its
@@ -310,15 +398,12 @@ fn state_file(input: &[u8]) -> std::result::Result<std::fs::File, String> {
 }
 
 /// Waits for `child`, for at most `timeout`; past it (or when it cannot be
-/// watched), SIGKILLs and reaps it. Returns its exit code (None: killed by a
-/// signal).
-fn wait(child: &mut Child, timeout: Option<Duration>) -> std::result::Result<Option<i32>, String> {
-    let reap = |child: &mut Child| {
-        child
-            .wait()
-            .map(|s| s.code())
-            .map_err(|e| format!("wait: {e}"))
-    };
+/// watched), SIGKILLs and reaps it. Returns how it ended.
+fn wait(
+    child: &mut Child,
+    timeout: Option<Duration>,
+) -> std::result::Result<std::process::ExitStatus, String> {
+    let reap = |child: &mut Child| child.wait().map_err(|e| format!("wait: {e}"));
     let Some(timeout) = timeout else {
         return reap(child);
     };
@@ -392,7 +477,7 @@ mod tests {
             &format!("cat > {0}; echo \"$0 $A\" >> {0}", out.display()),
             None,
         );
-        run_one(&hook, &state_json(&state(dir.path()))).unwrap();
+        run_one(&hook, &state_json(&state(dir.path())), false).unwrap();
         let text = std::fs::read_to_string(&out).unwrap();
         let (json, tail) = text.split_at(text.find('}').unwrap() + 1);
         let v: serde_json::Value = serde_json::from_str(json).unwrap();
@@ -414,7 +499,7 @@ mod tests {
         ];
         let input = state_json(&state(dir.path()));
         assert_eq!(
-            run_one(&hooks[1], &input).unwrap_err(),
+            run_one(&hooks[1], &input, false).unwrap_err(),
             "exited with status 3"
         );
         run_warn("poststart", &hooks, &state(dir.path()));
@@ -426,9 +511,49 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let t = Instant::now();
         let input = state_json(&state(dir.path()));
-        let err = run_one(&sh("sleep 30", Some(1)), &input).unwrap_err();
+        let err = run_one(&sh("sleep 30", Some(1)), &input, false).unwrap_err();
         assert!(err.ends_with("timed out after 1 s; killed"), "{err}");
         assert!(t.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_hook_killed_by_a_signal_says_which_as_runc() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = state_json(&state(dir.path()));
+        let err = run_one(&sh("kill -SYS $$", None), &input, false).unwrap_err();
+        assert_eq!(err, "killed by SIGSYS (bad system call)");
+        assert_eq!(
+            failure("startContainer", 1, &sh("", None), &err),
+            "error running startContainer hook #1: /bin/sh: killed by SIGSYS (bad system call)"
+        );
+    }
+
+    #[test]
+    fn start_container_hooks_are_told_created_and_stop_at_the_first_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let (seen, after) = (dir.path().join("seen"), dir.path().join("after"));
+        let spec: Spec = serde_json::from_value(serde_json::json!({
+            "ociVersion": "1.0.2",
+            "annotations": { "a": "b" },
+            "hooks": { "startContainer": [
+                { "path": "/bin/sh", "args": ["sh", "-c", format!("cat > {}", seen.display())] },
+                { "path": "/bin/false" },
+                { "path": "/bin/touch", "args": ["touch", after.display().to_string()] }
+            ] }
+        }))
+        .unwrap();
+        let hooks = StartHooks::of(&spec, "x", Path::new("/b")).unwrap();
+        assert_eq!(
+            hooks.run().unwrap_err(),
+            "error running startContainer hook #1: /bin/false: exited with status 1"
+        );
+        assert!(!after.exists());
+        let state: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+        assert_eq!(state["status"], "created");
+        assert_eq!(state["bundle"], "/b");
+        assert_eq!(state["pid"], std::process::id());
+        assert_eq!(state["annotations"], serde_json::json!({ "a": "b" }));
     }
 
     #[test]
@@ -438,7 +563,7 @@ mod tests {
             .path("/nonexistent/hook")
             .build()
             .unwrap();
-        let err = run_one(&hook, &state_json(&state(dir.path()))).unwrap_err();
+        let err = run_one(&hook, &state_json(&state(dir.path())), false).unwrap_err();
         assert!(err.starts_with("cannot run:"), "{err}");
     }
 
@@ -463,7 +588,7 @@ mod tests {
     }
 
     #[test]
-    fn libcontainer_runs_every_hook_but_start_container_through_the_shim() {
+    fn libcontainer_runs_only_the_shim() {
         let mut raw = serde_json::json!({"root": {"path": "rootfs"}, "hooks": {
             "prestart": [{"path": "/a", "timeout": 5}], "createRuntime": [{"path": "/b"}],
             "createContainer": [{"path": "/c"}], "startContainer": [{"path": "/d"}],
@@ -471,19 +596,7 @@ mod tests {
         assert!(has_runtime_hooks(&raw));
         for_libcontainer(&mut raw, Path::new("/b/dir"), Path::new("/r/hook-error"));
         let keys: Vec<_> = raw["hooks"].as_object().unwrap().keys().cloned().collect();
-        assert_eq!(
-            keys,
-            [
-                "createContainer",
-                "createRuntime",
-                "prestart",
-                "startContainer"
-            ]
-        );
-        assert_eq!(
-            raw["hooks"]["startContainer"],
-            serde_json::json!([{"path": "/d"}])
-        );
+        assert_eq!(keys, ["createContainer", "createRuntime", "prestart"]);
         // createContainer: in the rootfs, as runc runs it.
         let cc = raw["hooks"]["createContainer"][0]["args"]
             .as_array()

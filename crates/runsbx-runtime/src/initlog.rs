@@ -159,6 +159,44 @@ pub fn describe(lines: &[String], spec: &Spec, inspect: Inspect) -> Option<Strin
     })
 }
 
+/// libcontainer's `call exec sched_setattr error: N` (N an errno, from
+/// init's `process.scheduler`) in words; for EPERM in a cpuset
+/// (SCHED_DEADLINE needs every CPU of the system in its affinity,
+/// sched_setattr(2)), runc 1.2's words. `None`: not that failure.
+pub fn scheduler_failure(message: &str, spec: &Spec) -> Option<String> {
+    let marker = "sched_setattr error: ";
+    let at = message.find(marker)? + marker.len();
+    let digits: String = message[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    let errno = nix::errno::Errno::from_raw(digits.parse().ok()?);
+    let policy = spec
+        .process()
+        .as_ref()
+        .and_then(|p| p.scheduler().as_ref())
+        .map(|s| format!(" {}", s.policy()))
+        .unwrap_or_default();
+    let cpus = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.resources().as_ref())
+        .and_then(|r| r.cpu().as_ref())
+        .and_then(|c| c.cpus().clone())
+        .filter(|c| !c.is_empty());
+    Some(match (errno, cpus) {
+        (nix::errno::Errno::EPERM, Some(cpus)) => format!(
+            "process.scheduler{policy}: process scheduler can't be used together with \
+             AllowedCPUs (linux.resources.cpu.cpus {cpus:?}); sched_setattr: {}",
+            render(errno)
+        ),
+        _ => format!(
+            "process.scheduler{policy}: sched_setattr: {}",
+            render(errno)
+        ),
+    })
+}
+
 /// libcontainer refuses a proc or sysfs mount whose destination is not an
 /// ordinary directory (a symlink could point the mount elsewhere:
 /// CVE-2019-19921) with a message that names neither the mount nor what is
@@ -403,5 +441,36 @@ mod tests {
         );
         assert_eq!(inspect_destination(root, Path::new("/real/fs")), None);
         assert_eq!(inspect_destination(root, Path::new("/missing")), None);
+    }
+
+    /// runc 1.2's "scheduler vs cpus": SCHED_DEADLINE in a cpuset.
+    #[test]
+    fn a_refused_scheduler_is_named_and_a_cpuset_blamed_as_runc() {
+        let with = |cpus: Option<&str>| -> Spec {
+            let mut v = serde_json::json!({
+                "ociVersion": "1.0.2",
+                "process": { "cwd": "/", "user": { "uid": 0, "gid": 0 },
+                    "scheduler": { "policy": "SCHED_DEADLINE", "runtime": 42000 } }
+            });
+            if let Some(c) = cpus {
+                v["linux"] = serde_json::json!({ "resources": { "cpu": { "cpus": c } } });
+            }
+            serde_json::from_value(v).unwrap()
+        };
+        let message = "call exec sched_setattr error: 1";
+        assert_eq!(
+            scheduler_failure(message, &with(Some("0"))).unwrap(),
+            "process.scheduler SCHED_DEADLINE: process scheduler can't be used together with \
+             AllowedCPUs (linux.resources.cpu.cpus \"0\"); sched_setattr: Operation not \
+             permitted (EPERM, os error 1)"
+        );
+        assert_eq!(
+            scheduler_failure("call exec sched_setattr error: 22", &with(None)).unwrap(),
+            "process.scheduler SCHED_DEADLINE: sched_setattr: Invalid argument (EINVAL, os error 22)"
+        );
+        assert_eq!(
+            scheduler_failure("failed to prepare rootfs", &with(None)),
+            None
+        );
     }
 }

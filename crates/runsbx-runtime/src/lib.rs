@@ -9,6 +9,7 @@
 #![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod capsets;
 mod cgroup;
 pub mod console;
 mod container;
@@ -49,5 +50,5 @@ pub use error::{Result, RuntimeError};
 // re-exec (CVE-2019-5736), SIGPIPE's default action, a pidfd sent over a
 // socket (`--pidfd-socket`).
 pub use sys::fds::default_sigpipe;
-pub use sys::pidfd::send as send_pidfd;
+pub use sys::pidfd::PidfdSocket;
 pub use sys::sealed_exe::{is_sealed, reexec_sealed};

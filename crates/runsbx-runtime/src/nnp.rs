@@ -13,8 +13,9 @@
 //! bounding and ambient sets (and the file's capabilities), never from the old
 //! permitted one, and runsbx adds CAP_SYS_ADMIN to neither of those. Between
 //! the capability drop and execve only libcontainer's and runsbx's own code
-//! runs in init (plus startContainer hooks, which are exec'd and so get the
-//! same recomputed sets as the workload).
+//! runs in init (plus startContainer hooks, which runsbx runs after giving
+//! it back, and which are exec'd and so get the same recomputed sets as the
+//! workload anyway).
 //!
 //! no_new_privs stays forced wherever runsbx itself adds a layer that needs
 //! it: any Landlock policy (the bundle's or the operator default) and
@@ -42,8 +43,8 @@ pub fn asks(spec: &Spec) -> bool {
         .unwrap_or(false)
 }
 
-/// The capability sets runsbx added CAP_SYS_ADMIN to, for the Executor to
-/// take it back from after loading the filter.
+/// The capability sets runsbx added a capability to (CAP_SYS_ADMIN here,
+/// CAP_SETPCAP in capsets.rs), for the Executor to take it back from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Kept {
     pub effective: bool,
@@ -52,10 +53,17 @@ pub struct Kept {
 
 /// `raw` (a config.json) with CAP_SYS_ADMIN added to
 /// `process.capabilities.effective` and `.permitted` where they are listed
-/// without it. A set that is not listed is left as libcontainer leaves it
-/// (effective: all of permitted; permitted: unchanged), which holds
-/// CAP_SYS_ADMIN already; so does a process without `capabilities`.
+/// without it (see [`keep`]).
 pub fn keep_admin(raw: &mut Value) -> Kept {
+    keep(raw, ADMIN)
+}
+
+/// `raw` (a config.json) with `cap` added to `process.capabilities.effective`
+/// and `.permitted` where they are listed without it. A set that is not
+/// listed is left as libcontainer leaves it (effective: all of permitted;
+/// permitted: unchanged), which holds every capability of init already; so
+/// does a process without `capabilities`.
+pub fn keep(raw: &mut Value, cap: &str) -> Kept {
     let Some(caps) = raw
         .get_mut("process")
         .and_then(|p| p.get_mut("capabilities"))
@@ -64,8 +72,8 @@ pub fn keep_admin(raw: &mut Value) -> Kept {
         return Kept::default();
     };
     let mut add = |set: &str| match caps.get_mut(set).and_then(Value::as_array_mut) {
-        Some(list) if !list.iter().any(|c| c.as_str() == Some(ADMIN)) => {
-            list.push(Value::String(ADMIN.into()));
+        Some(list) if !list.iter().any(|c| c.as_str() == Some(cap)) => {
+            list.push(Value::String(cap.into()));
             true
         }
         _ => false,
@@ -78,23 +86,20 @@ pub fn keep_admin(raw: &mut Value) -> Kept {
 
 impl Kept {
     /// In init, after the filter is loaded: CAP_SYS_ADMIN out of the sets
-    /// runsbx put it in. Effective first: it must stay a subset of
-    /// permitted. The loaded profile must allow capset, as runc's order
-    /// requires too (it sets uids and capabilities after loading).
+    /// runsbx put it in. The loaded profile must allow capset, as runc's
+    /// order requires too (it sets uids and capabilities after loading).
     pub fn give_back(self) -> Result<(), caps::errors::CapsError> {
+        self.give_back_cap(caps::Capability::CAP_SYS_ADMIN)
+    }
+
+    /// `cap` out of the sets runsbx put it in. Effective first: it must
+    /// stay a subset of permitted.
+    pub fn give_back_cap(self, cap: caps::Capability) -> Result<(), caps::errors::CapsError> {
         if self.effective {
-            caps::drop(
-                None,
-                caps::CapSet::Effective,
-                caps::Capability::CAP_SYS_ADMIN,
-            )?;
+            caps::drop(None, caps::CapSet::Effective, cap)?;
         }
         if self.permitted {
-            caps::drop(
-                None,
-                caps::CapSet::Permitted,
-                caps::Capability::CAP_SYS_ADMIN,
-            )?;
+            caps::drop(None, caps::CapSet::Permitted, cap)?;
         }
         Ok(())
     }

@@ -44,6 +44,9 @@ impl ResourceUpdate {
         }
         let r: LinuxResources = serde_path_to_error::deserialize(value)
             .map_err(|e| format!("{}: {}", e.path(), e.inner()))?;
+        if let Some(idle) = r.cpu().as_ref().and_then(|c| c.idle()) {
+            check_idle(idle).map_err(|e| format!("cpu.idle {e}"))?;
+        }
         Ok(Self::from_resources(&r))
     }
 
@@ -70,6 +73,16 @@ impl ResourceUpdate {
             blkio_weight: r.block_io().as_ref().and_then(|b| b.weight()),
             unified: r.unified().clone(),
         }
+    }
+}
+
+/// A cgroup's `cpu.idle`: 0 or 1, the only values the kernel takes
+/// (`sched_group_set_idle`; it answers EINVAL to others, which runc passes
+/// on). Refused before anything is written.
+pub fn check_idle(value: i64) -> Result<(), String> {
+    match value {
+        0 | 1 => Ok(()),
+        _ => Err(format!("{value}: must be 0 or 1")),
     }
 }
 

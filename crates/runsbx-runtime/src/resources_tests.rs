@@ -144,3 +144,19 @@ fn devices_are_never_rewritten() {
         json!({ "memory": { "limit": 5 }, "pids": { "limit": 3 } })
     );
 }
+
+#[test]
+fn cpu_idle_is_zero_or_one_and_zero_is_a_value() {
+    assert_eq!(check_idle(0), Ok(()));
+    assert_eq!(check_idle(1), Ok(()));
+    assert_eq!(check_idle(-1).unwrap_err(), "-1: must be 0 or 1");
+    assert_eq!(
+        ResourceUpdate::from_json(br#"{"cpu": {"idle": 2}}"#).unwrap_err(),
+        "cpu.idle 2: must be 0 or 1"
+    );
+    let off = ResourceUpdate::from_json(br#"{"cpu": {"idle": 0}}"#).unwrap();
+    assert_eq!(
+        merged(json!({ "cpu": { "idle": 1 } }), &off)["cpu"]["idle"],
+        0
+    );
+}

@@ -290,7 +290,7 @@ pub struct Exec {
     /// Accepted for runc compatibility; AppArmor is not supported.
     #[arg(long, value_name = "PROFILE", hide = true)]
     pub apparmor: Option<String>,
-    /// Accepted for runc compatibility: the pidfd is sent when given.
+    /// Send a pidfd of the new process to this unix socket.
     #[arg(long, value_name = "SOCKET")]
     pub pidfd_socket: Option<PathBuf>,
     /// Allow exec into a paused container (the process is frozen until resume).
@@ -307,11 +307,12 @@ pub struct Exec {
 }
 
 /// The flags that `update` reads from `--resources` instead.
-const UPDATE_FLAGS: [&str; 17] = [
+const UPDATE_FLAGS: [&str; 18] = [
     "blkio_weight",
     "cpu_period",
     "cpu_quota",
     "cpu_burst",
+    "cpu_idle",
     "cpu_share",
     "cpu_rt_period",
     "cpu_rt_runtime",
@@ -345,6 +346,9 @@ pub struct Update {
     /// CPU CFS burst per period, in microseconds.
     #[arg(long, value_name = "USEC")]
     pub cpu_burst: Option<u64>,
+    /// The cgroup's SCHED_IDLE: 1 on, 0 off.
+    #[arg(long, value_name = "0|1", allow_negative_numbers = true)]
+    pub cpu_idle: Option<i64>,
     /// CPU shares (relative weight).
     #[arg(long, alias = "cpu-shares", value_name = "N")]
     pub cpu_share: Option<u64>,

@@ -169,6 +169,11 @@ pub fn resource_update(a: &Update) -> Result<ResourceUpdate> {
         cpu_period: a.cpu_period,
         cpu_quota: a.cpu_quota,
         cpu_burst: a.cpu_burst,
+        cpu_idle: a
+            .cpu_idle
+            .map(|v| runsbx_runtime::resources::check_idle(v).map(|()| v))
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--cpu-idle {e}"))?,
         cpu_rt_period: a.cpu_rt_period,
         cpu_rt_runtime: a.cpu_rt_runtime,
         cpuset_cpus: a.cpuset_cpus.clone(),

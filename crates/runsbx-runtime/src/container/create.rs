@@ -36,6 +36,10 @@ struct Plan {
     /// `without_nnp` or `remounts`); the sets it is kept in are known once
     /// libcontainer's view is made.
     kept: Option<crate::nnp::Kept>,
+    /// Capabilities init keeps through libcontainer's capability drop
+    /// (capsets.rs: CAP_SETPCAP for its inheritable set, CAP_CHOWN for its
+    /// stdio's owner); known once libcontainer's view is made.
+    caps_kept: crate::capsets::Applied,
     delegated: Option<&'static crate::delegation::Delegation>,
     /// Bring `lo` up in a new network namespace (not `loopback_down`).
     loopback: bool,
@@ -180,6 +184,7 @@ impl Runtime {
             without_nnp,
             remounts,
             kept,
+            caps_kept: Default::default(),
             loopback: !opts.loopback_down,
             own_console: terminal && !opts.detach,
         })
@@ -235,7 +240,8 @@ impl Runtime {
         }
         let file = (adjusted.as_ref().unwrap_or(&bundle.raw), adjusted.is_some());
         if plan.rootless {
-            let raw = shown_config(file, id, &[], false, &mut plan.kept, hooks)
+            let kept = (&mut plan.kept, &mut plan.caps_kept);
+            let raw = shown_config(file, id, &[], false, kept, hooks)
                 .unwrap_or_else(|| bundle.raw.clone());
             return write(&crate::rootless::rootless_config(&raw, id)?);
         }
@@ -249,7 +255,8 @@ impl Runtime {
             crate::cgroup::check_cgroup_empty(id, &path)?;
             crate::cgroup::check_not_frozen(id, &path)?;
         }
-        let Some(raw) = shown_config(file, id, &binds, named, &mut plan.kept, hooks) else {
+        let kept = (&mut plan.kept, &mut plan.caps_kept);
+        let Some(raw) = shown_config(file, id, &binds, named, kept, hooks) else {
             return Ok(None);
         };
         if let Some(owner) = owner {
@@ -288,6 +295,12 @@ impl Runtime {
             without_nnp: plan.kept.filter(|_| plan.without_nnp),
             remounts: plan.remounts.clone(),
             remount_kept: plan.kept.filter(|_| !plan.without_nnp),
+            caps_kept: plan.caps_kept,
+            start_hooks: crate::hooks::StartHooks::of(
+                &plan.bundle.spec,
+                &opts.id,
+                &plan.bundle.dir,
+            ),
             reset_affinity: !opts.keep_affinity,
             proc_root: crate::spec::facts::mounts_proc(&plan.bundle.spec),
             ..SandboxExecutor::new(plan.seccomp.take(), plan.policy.landlock.clone())
@@ -302,8 +315,11 @@ impl Runtime {
             Ok(container) => Ok((container, report)),
             Err(e) => {
                 let report_path = crate::rootless::ConfigCopy::hook_report(&self.root, &opts.id);
-                let e = match (copy, crate::hooks::shim_report(&report_path)) {
-                    (Some(_), Some(hook)) => RuntimeError::Hook(hook),
+                let scheduler =
+                    crate::initlog::scheduler_failure(&e.to_string(), &plan.bundle.spec);
+                let e = match (copy, crate::hooks::shim_report(&report_path), scheduler) {
+                    (Some(_), Some(hook), _) => RuntimeError::Hook(hook),
+                    (_, _, Some(why)) => RuntimeError::Spec(why),
                     _ => with_notes(e, &notes, &plan.bundle),
                 };
                 report.abandon();
@@ -473,9 +489,12 @@ impl Runtime {
 /// makes to it is here: the read-only binds it made itself left out, runc's
 /// cgroup name when `named`, poststart and poststop left out and prestart
 /// and createRuntime run through runsbx's hook shim (hooks.rs), and, where
-/// `kept` asks (a filter loaded without no_new_privs, mount flags set in
-/// init), CAP_SYS_ADMIN kept, recording where (nnp.rs), and what runc
-/// reads differently from libcontainer (`facts::as_runc_reads`). `raw` is
+/// `kept.0` asks (a filter loaded without no_new_privs, mount flags set in
+/// init), CAP_SYS_ADMIN kept, recording where (nnp.rs), the capability sets
+/// as runc applies them (capsets.rs: CAP_SETPCAP and CAP_CHOWN kept,
+/// recorded in `kept.1`; ambient capabilities runc cannot raise left out,
+/// with its warning), and what runc reads differently from libcontainer
+/// (`facts::as_runc_reads`). `raw` is
 /// the file, or, with `adjusted`, the file with the tmpfs modes runc would
 /// give (`Bundle::with_tmpfs_modes`). (Rootless, `rootless_config` also replaces
 /// linux.cgroupsPath.)
@@ -484,12 +503,21 @@ fn shown_config(
     id: &str,
     binds: &[crate::prebind::PreBind],
     named: bool,
-    kept: &mut Option<crate::nnp::Kept>,
+    (kept, caps_kept): (&mut Option<crate::nnp::Kept>, &mut crate::capsets::Applied),
     (bundle, hook_report): (&Path, &Path),
 ) -> Option<serde_json::Value> {
     let hooks = crate::hooks::has_runtime_hooks(raw);
     let cleaned = crate::spec::facts::as_runc_reads(raw);
-    if !adjusted && binds.is_empty() && !named && !hooks && kept.is_none() && cleaned.is_none() {
+    let caps = crate::capsets::Plan::of(&cleaned.as_ref().unwrap_or(raw)["process"]);
+    caps.warn();
+    if !adjusted
+        && binds.is_empty()
+        && !named
+        && !hooks
+        && kept.is_none()
+        && cleaned.is_none()
+        && caps.is_empty()
+    {
         return None;
     }
     let mut raw = crate::prebind::without(cleaned.as_ref().unwrap_or(raw), binds);
@@ -500,6 +528,7 @@ fn shown_config(
     if let Some(kept) = kept {
         *kept = crate::nnp::keep_admin(&mut raw);
     }
+    *caps_kept = caps.apply(&mut raw);
     Some(raw)
 }
 

@@ -77,7 +77,8 @@ impl Runtime {
         // The process file libcontainer reads (a copy: the given one may be
         // a pipe, read once already), and what init keeps for a filter
         // loaded without no_new_privs (nnp.rs).
-        let (process, kept) = ProcessView::write(&given, &self.dir(&opts.id), without_nnp)?;
+        let (process, kept, caps_kept) =
+            ProcessView::write(&given, &self.dir(&opts.id), without_nnp)?;
         let kept = without_nnp.then_some(kept);
         let pinned = match rootless || sidecar.no_cgroup {
             true => None,
@@ -134,6 +135,7 @@ impl Runtime {
         let console_path = console.as_ref().map(|c| c.path());
         let executor = SandboxExecutor {
             without_nnp: kept,
+            caps_kept,
             reset_affinity: true,
             ..SandboxExecutor::new(seccomp, sidecar.policy.landlock.clone())
         };
@@ -236,8 +238,10 @@ fn read_process(path: &std::path::Path) -> Result<serde_json::Value> {
 }
 
 /// The process file libcontainer reads for an exec: a copy of the given
-/// one (or the one `--tty` builds), with CAP_SYS_ADMIN kept when
-/// `keep_admin` (nnp.rs), in the container's state dir; removed on drop.
+/// one (or the one runsbx builds), with CAP_SYS_ADMIN kept when
+/// `keep_admin` (nnp.rs) and its capability sets as runc applies them
+/// (capsets.rs), in the container's state dir; removed on drop. Returns
+/// too where each capability was kept.
 struct ProcessView {
     path: std::path::PathBuf,
 }
@@ -247,17 +251,20 @@ impl ProcessView {
         process: &serde_json::Value,
         state_dir: &std::path::Path,
         keep_admin: bool,
-    ) -> Result<(Self, crate::nnp::Kept)> {
+    ) -> Result<(Self, crate::nnp::Kept, crate::capsets::Applied)> {
         let mut raw = serde_json::json!({ "process": process });
         let kept = match keep_admin {
             true => crate::nnp::keep_admin(&mut raw),
             false => crate::nnp::Kept::default(),
         };
+        let caps = crate::capsets::Plan::of(process);
+        caps.warn();
+        let caps_kept = caps.apply(&mut raw);
         let path = state_dir.join(format!(".exec.{}.process.json", std::process::id()));
         let view = Self { path };
         std::fs::write(&view.path, raw["process"].to_string())
             .map_err(|e| RuntimeError::io(format!("write {}", view.path.display()), e))?;
-        Ok((view, kept))
+        Ok((view, kept, caps_kept))
     }
 }
 

@@ -282,7 +282,7 @@ pub fn validate_id(id: &str) -> Result<()> {
 }
 
 /// The runtime-spec version `state` and the hooks report.
-const OCI_VERSION: &str = "1.0.2";
+pub(crate) const OCI_VERSION: &str = "1.0.2";
 
 /// The state a hook of `c` is given, with `status`; a pid unless stopped.
 fn hook_state<'a>(c: &'a Container, status: &'a str) -> crate::hooks::State<'a> {

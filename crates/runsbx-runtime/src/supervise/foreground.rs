@@ -1,4 +1,3 @@
-use std::path::Path;
 use std::time::Instant;
 
 use nix::sys::signal::Signal;
@@ -22,7 +21,7 @@ use crate::{CreateOptions, Owned, Runtime};
 pub fn foreground(
     rt: &Runtime,
     mut opts: CreateOptions,
-    pidfd: Option<&Path>,
+    pidfd: Option<&crate::PidfdSocket>,
     keep: bool,
     mut sup: Supervision,
 ) -> Result<Outcome> {
@@ -88,10 +87,10 @@ pub fn foreground(
 /// Sends init's pidfd to `--pidfd-socket`, when asked.
 pub(super) fn send_pidfd(
     c: &libcontainer::container::Container,
-    sock: Option<&Path>,
+    sock: Option<&crate::PidfdSocket>,
 ) -> Result<()> {
     if let (Some(sock), Some(pid)) = (sock, c.pid()) {
-        crate::sys::pidfd::send(sock, pid)?;
+        sock.send(pid)?;
     }
     Ok(())
 }
@@ -109,7 +108,7 @@ struct Started {
 fn start_supervised(
     rt: &Runtime,
     opts: CreateOptions,
-    pidfd: Option<&Path>,
+    pidfd: Option<&crate::PidfdSocket>,
     sup: &mut Supervision,
     denials: &mut Denials,
 ) -> Result<Started> {

@@ -1,5 +1,5 @@
 use anyhow::Result;
-use runsbx_runtime::CreateOptions;
+use runsbx_runtime::{CreateOptions, PidfdSocket};
 
 use super::Ctx;
 use crate::cli::{Create, CreateFlags};
@@ -22,10 +22,23 @@ pub fn options(id: &str, f: &CreateFlags, detach: bool) -> CreateOptions {
     }
 }
 
+/// `--pidfd-socket`, connected before anything is made (runc's order).
+pub fn pidfd_socket(f: &CreateFlags) -> Result<Option<PidfdSocket>> {
+    Ok(f.pidfd_socket
+        .as_deref()
+        .map(PidfdSocket::connect)
+        .transpose()?)
+}
+
 pub fn run(ctx: &Ctx, a: Create) -> Result<()> {
+    let pidfd = pidfd_socket(&a.flags)?;
     let c = ctx.rt.create(options(&a.id, &a.flags, true))?;
-    if let (Some(sock), Some(pid)) = (&a.flags.pidfd_socket, c.pid()) {
-        runsbx_runtime::send_pidfd(sock, pid)?;
+    if let (Some(sock), Some(pid)) = (&pidfd, c.pid()) {
+        if let Err(e) = sock.send(pid) {
+            // Nothing left behind: the caller never got the container.
+            let _ = ctx.rt.delete(&a.id, true);
+            return Err(e.into());
+        }
     }
     Ok(())
 }

@@ -49,7 +49,13 @@ pub fn run(ctx: &Ctx, a: Exec) -> Result<u8> {
     let user = a.user.as_deref().map(parse_user).transpose()?;
     let sub_cgroup = parse_sub_cgroup(&a.cgroup)?;
     let detach = a.detach;
-    let pidfd_socket = a.pidfd_socket.clone();
+    // Connected before the process exists, as runc does: an unreachable
+    // socket fails the exec before anything runs.
+    let pidfd_socket = a
+        .pidfd_socket
+        .as_deref()
+        .map(runsbx_runtime::PidfdSocket::connect)
+        .transpose()?;
     let id = a.id.clone();
     let opts = ExecOptions {
         id: a.id,
@@ -72,7 +78,11 @@ pub fn run(ctx: &Ctx, a: Exec) -> Result<u8> {
     let executed = ctx.rt.exec(opts)?;
     let pid = executed.pid;
     if let Some(sock) = &pidfd_socket {
-        runsbx_runtime::send_pidfd(sock, pid)?;
+        if let Err(e) = sock.send(pid) {
+            // As `create`: the caller never got the process.
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            return Err(e.into());
+        }
     }
     if detach {
         return Ok(0);

@@ -1,11 +1,9 @@
 //! `run`: create and start; in the foreground, supervised until the
 //! workload ends (runsbx_runtime::supervise), then deleted.
 
-use std::path::Path;
-
 use anyhow::{bail, Result};
 use runsbx_runtime::supervise;
-use runsbx_runtime::CreateOptions;
+use runsbx_runtime::{CreateOptions, PidfdSocket};
 
 use super::{create, Ctx};
 use crate::cli::Run;
@@ -20,15 +18,16 @@ pub fn run(ctx: &Ctx, a: Run) -> Result<u8> {
                  (no --detach)"
             );
         }
-        return detached(ctx, opts, a.flags.pidfd_socket.as_deref());
+        let pidfd = create::pidfd_socket(&a.flags)?;
+        return detached(ctx, opts, pidfd.as_ref());
     }
     let sup = crate::flags::supervision(&a.guard)?;
-    let pidfd = a.flags.pidfd_socket.as_deref();
-    let outcome = supervise::foreground(&ctx.rt, opts, pidfd, a.keep, sup)?;
+    let pidfd = create::pidfd_socket(&a.flags)?;
+    let outcome = supervise::foreground(&ctx.rt, opts, pidfd.as_ref(), a.keep, sup)?;
     Ok(supervise::exit_status(&outcome))
 }
 
-fn detached(ctx: &Ctx, opts: CreateOptions, pidfd: Option<&Path>) -> Result<u8> {
+fn detached(ctx: &Ctx, opts: CreateOptions, pidfd: Option<&PidfdSocket>) -> Result<u8> {
     let id = opts.id.clone();
     let c = ctx.rt.create(opts)?;
     let started = send_pidfd(&c, pidfd).and_then(|_| Ok(ctx.rt.start(&id)?));
@@ -39,9 +38,9 @@ fn detached(ctx: &Ctx, opts: CreateOptions, pidfd: Option<&Path>) -> Result<u8> 
     Ok(0)
 }
 
-fn send_pidfd(c: &libcontainer::container::Container, sock: Option<&Path>) -> Result<()> {
+fn send_pidfd(c: &libcontainer::container::Container, sock: Option<&PidfdSocket>) -> Result<()> {
     if let (Some(sock), Some(pid)) = (sock, c.pid()) {
-        runsbx_runtime::send_pidfd(sock, pid)?;
+        sock.send(pid)?;
     }
     Ok(())
 }
