@@ -342,3 +342,46 @@ fn an_existing_listen_path_is_refused_and_kept() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// What a session writes reaches the server's memory a line at a time: an
+/// answer line without end ends the session (`output-limit`), not the
+/// server. A client that leaves while its request is stuck in a session's
+/// full stdin (the session busy, not reading) still ends its session at
+/// once. The server serves on and leaves nothing behind.
+#[test]
+fn endless_output_and_a_client_leaving_a_stuck_request_end_only_their_sessions() {
+    let server = Server::start(&["--warm", "1"]);
+    let (mut c, pid) = server.session();
+    // The protocol's own descriptor, found and flooded without a newline.
+    c.send(
+        "import os\n\
+         fd = max(int(f) for f in os.listdir('/proc/self/fd'))\n\
+         chunk = b'x' * (1 << 20)\n\
+         while True:\n\
+         \x20   for f in range(3, fd + 1):\n\
+         \x20       try:\n\
+         \x20           os.write(f, chunk)\n\
+         \x20       except OSError:\n\
+         \x20           pass",
+    );
+    let e = c.line().expect("a last line");
+    assert_eq!(e["event"], "end", "{e}");
+    assert_eq!(e["reason"], "output-limit", "{e}");
+    assert!(gone(pid, Duration::from_secs(10)));
+
+    let (mut c, pid) = server.session();
+    c.send("import time; time.sleep(1000)");
+    // More than a pipe holds, while the session does not read.
+    let big = format!("x = '{}'", "y".repeat(1 << 20));
+    c.send(&big);
+    drop(c);
+    assert!(
+        gone(pid, Duration::from_secs(10)),
+        "the session outlived its client"
+    );
+
+    let (mut c, _) = server.session();
+    assert_eq!(c.ok("print(1)"), "1\n");
+    drop(c);
+    server.stop();
+}

@@ -31,10 +31,15 @@ impl Drop for PrivateDir {
     }
 }
 
-/// A fresh directory under the temporary directory, owned by `owner` when given.
+/// A fresh directory under the temporary directory, owned by `owner` when
+/// given. Made 0700 from the start: a workdir holds what the workload
+/// wrote, which another local user must not list or read (a file the
+/// workload makes 0644 would be readable through a 0755 directory, and a
+/// descriptor opened before a later chmod would keep it so).
 pub fn private_dir(prefix: &str, owner: Option<(u32, u32)>) -> Result<PrivateDir> {
     let dir = tempfile::Builder::new()
         .prefix(prefix)
+        .permissions(fs::Permissions::from_mode(0o700))
         .tempdir()
         .map_err(|e| SandboxError::step("creating a private directory", e))?
         .keep();

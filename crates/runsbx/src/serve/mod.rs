@@ -19,7 +19,7 @@
 mod session;
 
 use std::collections::{HashMap, VecDeque};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -32,6 +32,7 @@ use anyhow::{bail, Context, Result};
 use nix::sys::signal::{SigSet, Signal};
 use serde_json::{json, Value};
 
+use session::{read_line_capped, Line, MAX_LINE};
 pub use session::{Killer, Session};
 
 /// The REPL driver every session runs.
@@ -370,6 +371,7 @@ impl Server {
                 End::Workload => outcome["reason"].as_str().unwrap_or("exited").to_string(),
                 End::Timeout => "timeout".into(),
                 End::Stopping => "server-stopping".into(),
+                End::OutputLimit => "output-limit".into(),
             };
             let mut line = json!({"event": "end", "reason": reason});
             for k in [
@@ -400,6 +402,37 @@ impl Server {
         }
         let client_gone = Arc::new(AtomicBool::new(false));
         let timed_out = Arc::new(AtomicBool::new(false));
+        let over_limit = Arc::new(AtomicBool::new(false));
+        let ending = Arc::new(AtomicBool::new(false));
+        // A client that stops reading its answers would hold this thread in
+        // a write for ever, and its session slot with it.
+        let _ = out.set_write_timeout(Some(CLIENT_WRITE_TIMEOUT));
+        // The client's hang-up, seen even while the reader below is blocked
+        // writing a request to a session that does not read it.
+        {
+            let (client_gone, ending, killer) =
+                (client_gone.clone(), ending.clone(), s.killer.clone());
+            // Woken at the end by converse's shutdown of the read side.
+            let watched = stream.try_clone();
+            std::thread::spawn(move || {
+                use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+                use std::os::fd::AsFd;
+                let Ok(watched) = watched else { return };
+                // The peer's close or shutdown of its writing side.
+                let rdhup = PollFlags::from_bits_retain(nix::libc::POLLRDHUP);
+                loop {
+                    let mut fds = [PollFd::new(watched.as_fd(), rdhup)];
+                    match poll(&mut fds, PollTimeout::NONE) {
+                        Err(nix::errno::Errno::EINTR) => continue,
+                        _ => break,
+                    }
+                }
+                if !ending.load(Ordering::SeqCst) {
+                    client_gone.store(true, Ordering::SeqCst);
+                    killer.kill();
+                }
+            });
+        }
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         // The deadline, from hand-off.
         if let Some(limit) = self.config.session_timeout {
@@ -419,17 +452,12 @@ impl Server {
             let (client_gone, killer) = (client_gone.clone(), s.killer.clone());
             std::thread::spawn(move || {
                 let mut lines = BufReader::new(stream);
-                let mut line = String::new();
-                loop {
-                    line.clear();
-                    match lines.read_line(&mut line) {
-                        Ok(n) if n > 0 => {}
-                        _ => break,
-                    }
+                let mut line = Vec::new();
+                while read_line_capped(&mut lines, &mut line, MAX_LINE) == Line::Complete {
                     // A session that ended takes no more; the client's
                     // close is still waited for.
                     if let Some(w) = stdin.as_mut() {
-                        if w.write_all(line.as_bytes()).is_err() {
+                        if w.write_all(&line).is_err() {
                             stdin = None;
                         }
                     }
@@ -440,19 +468,25 @@ impl Server {
             })
         };
         // Session -> client, line by line.
-        let mut line = String::new();
+        let mut line = Vec::new();
         loop {
-            line.clear();
-            match s.stdout.read_line(&mut line) {
-                Ok(n) if n > 0 => {
-                    if out.write_all(line.as_bytes()).is_err() {
+            match read_line_capped(&mut s.stdout, &mut line, MAX_LINE) {
+                Line::Complete => {
+                    if out.write_all(&line).is_err() {
+                        s.kill();
                         break;
                     }
                 }
-                _ => break,
+                Line::Eof => break,
+                Line::TooLong => {
+                    over_limit.store(true, Ordering::SeqCst);
+                    s.kill();
+                    break;
+                }
             }
         }
         drop(done_tx);
+        ending.store(true, Ordering::SeqCst);
         let gone = client_gone.load(Ordering::SeqCst);
         // Ends the reader (its read returns 0) if the session ended first.
         let _ = out.shutdown(std::net::Shutdown::Read);
@@ -460,7 +494,9 @@ impl Server {
         if gone {
             return None;
         }
-        Some(if timed_out.load(Ordering::SeqCst) {
+        Some(if over_limit.load(Ordering::SeqCst) {
+            End::OutputLimit
+        } else if timed_out.load(Ordering::SeqCst) {
             End::Timeout
         } else if self.stopping.load(Ordering::SeqCst) {
             End::Stopping
@@ -474,7 +510,12 @@ enum End {
     Workload,
     Timeout,
     Stopping,
+    /// An answer line past [`MAX_LINE`].
+    OutputLimit,
 }
+
+/// How long a client may leave an answer unread before its session ends.
+const CLIENT_WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The listening socket: bound and listening under a private name beside
 /// `--listen` from the start, renamed onto `--listen` (`place`) once the

@@ -50,9 +50,15 @@ impl Session {
     /// Starts `runsbx GLOBAL... sandbox --status-fd FD ARGS...` and waits
     /// for the workload's PID.
     pub fn start(id: u64, exe: &Path, global: &[String], args: &[String]) -> Result<Self> {
-        let (read, write): (OwnedFd, OwnedFd) = nix::unistd::pipe().context("status pipe")?;
-        let mut child = {
+        let mut child;
+        let read = {
             let _spawning = SPAWN.lock().unwrap_or_else(|e| e.into_inner());
+            // Close-on-exec from the start, and made under the lock: a
+            // session spawned meanwhile by another thread must not inherit
+            // either end (its runsbx would hold this session's status pipe
+            // open, and `finish` would wait for that other session's end).
+            let (read, write): (OwnedFd, OwnedFd) =
+                nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("status pipe")?;
             inheritable(&write)?;
             let spawned = Command::new(exe)
                 .args(global)
@@ -64,7 +70,8 @@ impl Session {
                 .stderr(Stdio::piped())
                 .spawn();
             drop(write);
-            spawned.context("spawn runsbx sandbox")?
+            child = spawned.context("spawn runsbx sandbox")?;
+            read
         };
         let stderr = child.stderr.take().expect("piped");
         std::thread::spawn(move || relay_stderr(id, stderr));
@@ -108,10 +115,14 @@ impl Session {
         let mut line = serde_json::json!({ "code": code }).to_string();
         line.push('\n');
         self.stdin.as_mut()?.write_all(line.as_bytes()).ok()?;
-        let mut answer = String::new();
-        match self.stdout.read_line(&mut answer) {
-            Ok(n) if n > 0 => Some(answer.trim_end().to_string()),
-            _ => None,
+        let mut answer = Vec::new();
+        match read_line_capped(&mut self.stdout, &mut answer, MAX_LINE) {
+            Line::Complete => Some(String::from_utf8_lossy(&answer).trim_end().to_string()),
+            Line::Eof => None,
+            Line::TooLong => {
+                self.kill();
+                None
+            }
         }
     }
 
@@ -156,19 +167,129 @@ fn inheritable(fd: &OwnedFd) -> Result<()> {
 /// capped, so that a workload cannot flood the operator's log.
 fn relay_stderr(id: u64, stderr: std::process::ChildStderr) {
     const MAX_LINES: usize = 20;
-    const MAX_LINE: usize = 500;
+    const SHOWN: usize = 500;
     let mut lines = BufReader::new(stderr);
     let mut line = Vec::new();
     let mut n = 0;
-    while lines.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
+    // Past the first SHOWN bytes of a line, and past MAX_LINES lines, what
+    // the workload writes is read and dropped, never kept: a line without
+    // end would otherwise grow the server without bound.
+    while read_line_truncated(&mut lines, &mut line, SHOWN) {
         n += 1;
         if n <= MAX_LINES {
-            let text = String::from_utf8_lossy(&line);
-            let text: String = text.trim_end().chars().take(MAX_LINE).collect();
+            // Escaped: the workload's bytes reach the operator's terminal.
+            let text: String = String::from_utf8_lossy(&line)
+                .trim_end()
+                .chars()
+                .flat_map(char::escape_debug)
+                .collect();
             eprintln!("runsbx: serve: session {id}: {text}");
         } else if n == MAX_LINES + 1 {
             eprintln!("runsbx: serve: session {id}: more on stderr, not shown");
         }
-        line.clear();
+    }
+}
+
+/// The longest line taken from a session or a client: past it the session
+/// is ended (`output-limit`). What the workload writes is read into the
+/// server's memory line by line; without a bound, a line without end would
+/// grow the server until the host kills it, and every session with it.
+pub const MAX_LINE: usize = 16 << 20;
+
+#[derive(Debug, PartialEq)]
+pub enum Line {
+    /// A line, with its newline when it had one (the last may not).
+    Complete,
+    Eof,
+    /// Longer than the bound; `buf` holds a part, the rest is unread.
+    TooLong,
+}
+
+/// One line into `buf` (cleared first), at most `max` bytes. A read error
+/// counts as the end.
+pub fn read_line_capped(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> Line {
+    buf.clear();
+    loop {
+        let avail = match r.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => &[],
+        };
+        if avail.is_empty() {
+            return if buf.is_empty() {
+                Line::Eof
+            } else {
+                Line::Complete
+            };
+        }
+        let (take, done) = match avail.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (avail.len(), false),
+        };
+        if buf.len() + take > max {
+            return Line::TooLong;
+        }
+        buf.extend_from_slice(&avail[..take]);
+        r.consume(take);
+        if done {
+            return Line::Complete;
+        }
+    }
+}
+
+/// One line, of which at most `keep` bytes go into `buf` (cleared first)
+/// and the rest is read and dropped; false at the end.
+fn read_line_truncated(r: &mut impl BufRead, buf: &mut Vec<u8>, keep: usize) -> bool {
+    buf.clear();
+    let mut any = false;
+    loop {
+        let avail = match r.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => &[],
+        };
+        if avail.is_empty() {
+            return any;
+        }
+        any = true;
+        let (take, done) = match avail.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (avail.len(), false),
+        };
+        let room = keep.saturating_sub(buf.len()).min(take);
+        buf.extend_from_slice(&avail[..room]);
+        r.consume(take);
+        if done {
+            return true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_bounded() {
+        let mut r = std::io::Cursor::new(b"ab\ncdef\ngh".to_vec());
+        let mut buf = Vec::new();
+        assert_eq!(read_line_capped(&mut r, &mut buf, 3), Line::Complete);
+        assert_eq!(buf, b"ab\n");
+        assert_eq!(read_line_capped(&mut r, &mut buf, 3), Line::TooLong);
+        let mut r = std::io::Cursor::new(b"gh".to_vec());
+        assert_eq!(read_line_capped(&mut r, &mut buf, 3), Line::Complete);
+        assert_eq!(buf, b"gh");
+        assert_eq!(read_line_capped(&mut r, &mut buf, 3), Line::Eof);
+    }
+
+    #[test]
+    fn a_long_line_is_cut_and_the_next_read_whole() {
+        let mut r = std::io::BufReader::with_capacity(4, &b"abcdefghij\nxy\n"[..]);
+        let mut buf = Vec::new();
+        assert!(read_line_truncated(&mut r, &mut buf, 3));
+        assert_eq!(buf, b"abc");
+        assert!(read_line_truncated(&mut r, &mut buf, 3));
+        assert_eq!(buf, b"xy\n");
+        assert!(!read_line_truncated(&mut r, &mut buf, 3));
     }
 }
