@@ -210,11 +210,7 @@ pub enum Line {
 pub fn read_line_capped(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> Line {
     buf.clear();
     loop {
-        let avail = match r.fill_buf() {
-            Ok(a) => a,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => &[],
-        };
+        let avail = fill(r);
         if avail.is_empty() {
             return if buf.is_empty() {
                 Line::Eof
@@ -222,10 +218,7 @@ pub fn read_line_capped(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> 
                 Line::Complete
             };
         }
-        let (take, done) = match avail.iter().position(|&b| b == b'\n') {
-            Some(i) => (i + 1, true),
-            None => (avail.len(), false),
-        };
+        let (take, done) = line_end(avail);
         if buf.len() + take > max {
             return Line::TooLong;
         }
@@ -243,25 +236,36 @@ fn read_line_truncated(r: &mut impl BufRead, buf: &mut Vec<u8>, keep: usize) -> 
     buf.clear();
     let mut any = false;
     loop {
-        let avail = match r.fill_buf() {
-            Ok(a) => a,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => &[],
-        };
+        let avail = fill(r);
         if avail.is_empty() {
             return any;
         }
         any = true;
-        let (take, done) = match avail.iter().position(|&b| b == b'\n') {
-            Some(i) => (i + 1, true),
-            None => (avail.len(), false),
-        };
+        let (take, done) = line_end(avail);
         let room = keep.saturating_sub(buf.len()).min(take);
         buf.extend_from_slice(&avail[..room]);
         r.consume(take);
         if done {
             return true;
         }
+    }
+}
+
+/// What `r` holds next; empty at the end or on an error.
+fn fill(r: &mut impl BufRead) -> &[u8] {
+    while let Err(e) = r.fill_buf() {
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return &[];
+        }
+    }
+    r.fill_buf().unwrap_or(&[])
+}
+
+/// How much of `avail` to take for the current line, and whether that ends it.
+fn line_end(avail: &[u8]) -> (usize, bool) {
+    match avail.iter().position(|&b| b == b'\n') {
+        Some(i) => (i + 1, true),
+        None => (avail.len(), false),
     }
 }
 
