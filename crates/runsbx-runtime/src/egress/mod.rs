@@ -15,9 +15,11 @@
 //! happens, in the report, and as a line on stderr after the run when
 //! refused.
 //!
-//! Inside a tunnel the proxy reads one thing, the server name (SNI) of a
-//! TLS ClientHello if the tunnel starts with one ([`tls`]): it must be the
-//! CONNECT target, or the tunnel is cut.
+//! Inside a tunnel the proxy reads one thing, the TLS ClientHello the
+//! tunnel must start with ([`tls`]): its server name (SNI) must be the
+//! CONNECT target, or the tunnel is cut; so is a tunnel that starts with
+//! anything else (plain HTTP goes through the forwarding path, which
+//! checks Host).
 //!
 //! Not covered, by design: the rest of what flows inside an allowed tunnel
 //! (TLS is not intercepted: the HTTP Host inside it is the workload's, so a
@@ -367,5 +369,58 @@ mod tests {
         let r = s.finish();
         let reason = r.events[0].reason.as_deref().unwrap_or_default();
         assert!(reason.contains("limit of 100 bytes"), "{r:?}");
+    }
+
+    /// Sends `first` into a tunnel to `target`; what came back after the
+    /// proxy's 200.
+    fn tunnel(port: u16, target: &str, first: &[u8]) -> Vec<u8> {
+        let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(c, "CONNECT {target} HTTP/1.1\r\n\r\n").unwrap();
+        c.write_all(first).unwrap();
+        let mut out = Vec::new();
+        let _ = c.read_to_end(&mut out);
+        let ok = b"HTTP/1.1 200 Connection established\r\n\r\n";
+        assert!(out.starts_with(ok), "{out:?}");
+        out.split_off(ok.len())
+    }
+
+    /// Stops: plain HTTP inside `CONNECT allowed:80` naming another site in
+    /// its Host header (the forwarding path's Host check skipped), any
+    /// other protocol on an allowed port, and a ClientHello without a
+    /// server name for a name (the front end picks its default site).
+    #[test]
+    fn a_tunnel_carries_a_tls_client_hello_only() {
+        let up = upstream(b"reply");
+        let entries = [format!("localhost:{up}"), format!("127.0.0.1:{up}")];
+        let (s, port) = proxy(&entries, Limits::default());
+        let to = format!("localhost:{up}");
+        let plain = b"GET / HTTP/1.1\r\nHost: other-site.com\r\n\r\n";
+        assert_eq!(tunnel(port, &to, plain), b"");
+        assert_eq!(tunnel(port, &to, b"SSH-2.0-x\r\n"), b"");
+        let no_sni = tls::tests::hello(&[], 0);
+        assert_eq!(tunnel(port, &to, &no_sni), b"");
+        assert_eq!(
+            tunnel(port, &to, &tls::tests::hello(&["localhost"], 1)),
+            b"reply"
+        );
+        // An IP literal has no name to send: a ClientHello without one
+        // passes, plain bytes do not.
+        let ip = format!("127.0.0.1:{up}");
+        assert_eq!(tunnel(port, &ip, &no_sni), b"reply");
+        assert_eq!(tunnel(port, &ip, plain), b"");
+        let r = s.finish();
+        assert_eq!((r.allowed, r.refused), (2, 4), "{r:?}");
+        let reasons: Vec<_> = r
+            .events
+            .iter()
+            .filter_map(|e| e.reason.as_deref())
+            .collect();
+        assert!(reasons.contains(&"the tunnel's first bytes are not a TLS ClientHello (CONNECT carries TLS only; plain HTTP goes as GET http://...)"), "{reasons:?}");
+        assert!(
+            reasons.contains(
+                &"a TLS ClientHello without a server name (SNI), the CONNECT target localhost"
+            ),
+            "{reasons:?}"
+        );
     }
 }

@@ -325,19 +325,35 @@ enum Relay<'a> {
     Tunnel(&'a Host),
 }
 
-/// The tunnel's first bytes, read until they are known not to be a TLS
-/// ClientHello or a whole one is in: returned to be sent on, or refused.
+/// The tunnel's first bytes, read until a whole TLS ClientHello is in:
+/// returned to be sent on, or refused (the tunnel is then cut).
 ///
 /// Stops: a tunnel to an allowed name whose TLS server name (SNI) is
 /// another host, which a shared front end (a CDN, a cloud load balancer)
-/// would route to. Does not stop the same trick one layer down (an HTTP
-/// Host header inside the encrypted stream), nor an Encrypted Client Hello
-/// whose outer name is the allowed one: docs/sandbox.md, "Network".
+/// would route to; and a tunnel that carries anything but TLS: plain HTTP
+/// inside `CONNECT allowed:80` with `Host: other-site` (the Host check of
+/// the forwarding path skipped), or any other protocol on an allowed port.
+/// A ClientHello without a server name is refused for a name (the front
+/// end would pick a default site); an IP-literal target has no name to
+/// send (RFC 6066 forbids an address in SNI), so there it may omit it.
+/// Does not stop the same trick one layer down (an HTTP Host header inside
+/// the encrypted stream), nor an Encrypted Client Hello whose outer name
+/// is the allowed one: docs/sandbox.md, "Network".
 fn tunnel_start(mut buf: Vec<u8>, client: &mut TcpStream, host: &Host) -> Result<Vec<u8>, String> {
     let mut chunk = [0u8; 4096];
     loop {
         match tls::client_hello(&buf) {
-            Hello::NotTls | Hello::Tls(None) => return Ok(buf),
+            Hello::NotTls => {
+                return Err("the tunnel's first bytes are not a TLS ClientHello (CONNECT carries TLS only; plain HTTP goes as GET http://...)".into())
+            }
+            Hello::Tls(None) => {
+                return match host {
+                    Host::Ip(_) => Ok(buf),
+                    Host::Name(_) => Err(format!(
+                        "a TLS ClientHello without a server name (SNI), the CONNECT target {host}"
+                    )),
+                }
+            }
             Hello::Tls(Some(name)) => {
                 let sni =
                     parse_host(&name).map_err(|e| format!("the TLS server name (SNI): {e}"))?;

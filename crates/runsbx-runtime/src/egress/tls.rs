@@ -1,7 +1,7 @@
 //! The one thing the proxy reads inside a CONNECT tunnel: the server name
 //! (SNI) of a TLS ClientHello, the client's first bytes. Nothing is
-//! decrypted; a tunnel that does not start with a ClientHello is passed
-//! as it is.
+//! decrypted; a tunnel that does not start with a whole ClientHello is
+//! cut (serve.rs, `tunnel_start`).
 
 /// What the first bytes of a tunnel are.
 #[derive(Debug, PartialEq, Eq)]
@@ -113,12 +113,12 @@ fn parse_hello(record: &[u8]) -> Option<Hello> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A minimal ClientHello record with `names` in one server_name extension
     /// (none: no extension), `sni_exts` times.
-    fn hello(names: &[&str], sni_exts: usize) -> Vec<u8> {
+    pub(crate) fn hello(names: &[&str], sni_exts: usize) -> Vec<u8> {
         let mut list = Vec::new();
         for n in names {
             list.push(0u8);
