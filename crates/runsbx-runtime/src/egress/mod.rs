@@ -155,6 +155,10 @@ struct Shared {
     /// Every open socket of every connection, to shut at the end.
     sockets: Mutex<Vec<(u64, TcpStream)>>,
     next_id: AtomicU64,
+    /// Threads the proxy may still start before one fails (negative: no
+    /// limit): tests of the OS refusing a thread.
+    #[cfg(test)]
+    spawns_left: std::sync::atomic::AtomicI64,
 }
 
 impl Shared {
@@ -230,6 +234,8 @@ impl Proxy {
             stopping: AtomicBool::new(false),
             sockets: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(0),
+            #[cfg(test)]
+            spawns_left: (-1).into(),
         });
         let l = listener.try_clone()?;
         let s = shared.clone();
@@ -369,6 +375,34 @@ mod tests {
         let r = s.finish();
         let reason = r.events[0].reason.as_deref().unwrap_or_default();
         assert!(reason.contains("limit of 100 bytes"), "{r:?}");
+    }
+
+    /// Stops: runsbx aborting (panic=abort in release) when the workload
+    /// has exhausted threads: the connection is refused or cut instead,
+    /// with an event.
+    #[test]
+    fn no_thread_for_a_connection_refuses_or_cuts_it() {
+        let up = upstream(b"HTTP/1.0 200 OK\r\n\r\nhi");
+        let (s, port) = proxy(&[format!("localhost:{up}")], Limits::default());
+        let req = format!("GET http://localhost:{up}/x HTTP/1.1\r\n\r\n");
+        // The accept loop's thread for the connection.
+        s.shared.spawns_left.store(0, Ordering::SeqCst);
+        let got = ask(port, req.clone());
+        assert!(got.starts_with("HTTP/1.1 503 "), "{got}");
+        assert!(got.contains("no thread to serve it"), "{got}");
+        // The relay's second thread.
+        s.shared.spawns_left.store(1, Ordering::SeqCst);
+        assert_eq!(ask(port, req), "");
+        let r = s.finish();
+        assert_eq!((r.failed, r.refused), (1, 1), "{r:?}");
+        assert!(
+            r.events[1]
+                .reason
+                .as_deref()
+                .unwrap()
+                .starts_with("cut: no thread to relay it"),
+            "{r:?}"
+        );
     }
 
     /// Sends `first` into a tunnel to `target`; what came back after the

@@ -53,20 +53,44 @@ pub(super) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             );
             continue;
         }
+        // A second handle, to answer the client if no thread can serve it.
+        let spare = client.try_clone();
         let s = shared.clone();
-        let spawned = thread::Builder::new().spawn(move || {
-            let id = s.next_id.fetch_add(1, Ordering::SeqCst);
-            one(&s, client, id);
-            s.sockets
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .retain(|(i, _)| *i != id);
-            s.open.fetch_sub(1, Ordering::SeqCst);
+        let spawned = builder(&shared).and_then(|b| {
+            b.spawn(move || {
+                let id = s.next_id.fetch_add(1, Ordering::SeqCst);
+                one(&s, client, id);
+                s.sockets
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .retain(|(i, _)| *i != id);
+                s.open.fetch_sub(1, Ordering::SeqCst);
+            })
         });
-        if spawned.is_err() {
+        if let Err(e) = spawned {
             shared.open.fetch_sub(1, Ordering::SeqCst);
+            if let Ok(c) = spare {
+                let mut e = Event::refused("", "", format!("no thread to serve it: {e}"));
+                e.decision = Decision::Failed;
+                refuse(&shared, c, "503 Service Unavailable", e);
+            }
         }
     }
+}
+
+/// A builder for one of the proxy's threads. Its `spawn` returns the OS's
+/// refusal where `thread::spawn` and `Scope::spawn` panic: the workload can
+/// exhaust threads, and a release build aborts on panic (runsbx would die
+/// without report or cleanup). Under test, `Shared::spawns_left` makes it
+/// fail on purpose.
+fn builder(shared: &Shared) -> io::Result<thread::Builder> {
+    #[cfg(test)]
+    if shared.spawns_left.fetch_sub(1, Ordering::SeqCst) == 0 {
+        return Err(io::Error::other("no thread (test)"));
+    }
+    #[cfg(not(test))]
+    let _ = shared;
+    Ok(thread::Builder::new())
 }
 
 impl Event {
@@ -287,28 +311,38 @@ fn relay(
         return (0, 0, None);
     };
     thread::scope(|s| {
-        let up = s.spawn(|| match what {
-            // Stops: a second request pipelined after the first, sent to
-            // this upstream without a check.
-            Relay::Body(len) => {
-                let mut r = io::Cursor::new(early).chain(client_r).take(len);
-                (copy(shared, &mut r, &upstream_w), None)
-            }
-            Relay::Tunnel(host) => {
-                let first = match tunnel_start(early, &mut client_r, host) {
-                    Ok(first) => first,
-                    Err(why) => {
-                        let _ = upstream_w.shutdown(std::net::Shutdown::Both);
-                        let _ = client_r.shutdown(std::net::Shutdown::Both);
-                        return (0, Some(why));
-                    }
-                };
-                let mut r = io::Cursor::new(first).chain(client_r);
-                let n = copy(shared, &mut r, &upstream_w);
-                let _ = upstream_w.shutdown(std::net::Shutdown::Write);
-                (n, None)
-            }
+        let up = builder(shared).and_then(|b| {
+            b.spawn_scoped(s, || match what {
+                // Stops: a second request pipelined after the first, sent to
+                // this upstream without a check.
+                Relay::Body(len) => {
+                    let mut r = io::Cursor::new(early).chain(client_r).take(len);
+                    (copy(shared, &mut r, &upstream_w), None)
+                }
+                Relay::Tunnel(host) => {
+                    let first = match tunnel_start(early, &mut client_r, host) {
+                        Ok(first) => first,
+                        Err(why) => {
+                            let _ = upstream_w.shutdown(std::net::Shutdown::Both);
+                            let _ = client_r.shutdown(std::net::Shutdown::Both);
+                            return (0, Some(why));
+                        }
+                    };
+                    let mut r = io::Cursor::new(first).chain(client_r);
+                    let n = copy(shared, &mut r, &upstream_w);
+                    let _ = upstream_w.shutdown(std::net::Shutdown::Write);
+                    (n, None)
+                }
+            })
         });
+        let up = match up {
+            Ok(up) => up,
+            Err(e) => {
+                let _ = client.shutdown(std::net::Shutdown::Both);
+                let _ = upstream.shutdown(std::net::Shutdown::Both);
+                return (0, 0, Some(format!("cut: no thread to relay it: {e}")));
+            }
+        };
         let inn = copy(shared, &mut &upstream, &client);
         let _ = client.shutdown(std::net::Shutdown::Both);
         let _ = upstream.shutdown(std::net::Shutdown::Both);
