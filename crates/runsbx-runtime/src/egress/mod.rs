@@ -124,6 +124,41 @@ impl Event {
     }
 }
 
+/// Most bytes of an event's method, host or reason; the rest is cut, with
+/// [`clip`]'s marker.
+pub const MAX_FIELD: usize = 256;
+
+/// Cuts `s` to [`MAX_FIELD`] bytes (at a character boundary), the last
+/// ones saying how many more there were.
+fn clip(s: &mut String) {
+    if s.len() <= MAX_FIELD {
+        return;
+    }
+    // Room for the marker: "... (N bytes more)" with N below 10^13.
+    let mut end = MAX_FIELD - 32;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let more = s.len() - end;
+    s.truncate(end);
+    s.push_str(&format!("... ({more} bytes more)"));
+}
+
+impl Event {
+    /// Stops: a workload inflating its supervisor's status fd, the report
+    /// and stderr with huge events (a 16 KiB request target, in the host
+    /// and again in the reason, times [`MAX_EVENTS`]): every text field is
+    /// cut to [`MAX_FIELD`] bytes.
+    fn clipped(mut self) -> Event {
+        clip(&mut self.method);
+        clip(&mut self.host);
+        if let Some(r) = self.reason.as_mut() {
+            clip(r);
+        }
+        self
+    }
+}
+
 /// Events kept in the report; the counts cover every one.
 pub const MAX_EVENTS: usize = 1000;
 
@@ -178,6 +213,7 @@ impl Shared {
     /// its supervisor's status fd (or runsbx's memory) with refused
     /// requests; the counts still cover every one.
     fn record(&self, e: Event) {
+        let e = e.clipped();
         let mut r = self.report.lock().unwrap_or_else(|p| p.into_inner());
         match e.decision {
             Decision::Allowed => r.allowed += 1,
@@ -375,6 +411,29 @@ mod tests {
         let r = s.finish();
         let reason = r.events[0].reason.as_deref().unwrap_or_default();
         assert!(reason.contains("limit of 100 bytes"), "{r:?}");
+    }
+
+    #[test]
+    fn events_are_clipped() {
+        let long = format!("é{}", "x".repeat(20_000));
+        let e = Event::refused("CONNECT", &long, format!("{long:?}")).clipped();
+        assert!(e.host.len() <= MAX_FIELD, "{}", e.host.len());
+        assert!(e.host.ends_with("x... (19778 bytes more)"), "{}", e.host);
+        assert!(e.reason.as_ref().unwrap().len() <= MAX_FIELD);
+        assert_eq!(e.clone().clipped(), e);
+        // Through the proxy: a 16 KiB target is one short event.
+        let (s, port) = proxy(&[], Limits::default());
+        let got = ask(
+            port,
+            format!("GET http://{}/ HTTP/1.1\r\n\r\n", "a".repeat(15_000)),
+        );
+        assert!(got.starts_with("HTTP/1.1 40"), "{got}");
+        let r = s.finish();
+        let e = &r.events[0];
+        assert!(
+            e.host.len() + e.reason.as_ref().unwrap().len() < 2 * MAX_FIELD + 60,
+            "{e:?}"
+        );
     }
 
     /// Stops: runsbx aborting (panic=abort in release) when the workload

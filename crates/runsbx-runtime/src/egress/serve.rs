@@ -94,7 +94,7 @@ fn builder(shared: &Shared) -> io::Result<thread::Builder> {
 }
 
 impl Event {
-    fn refused(method: &str, host: &str, reason: String) -> Event {
+    pub(super) fn refused(method: &str, host: &str, reason: String) -> Event {
         Event {
             decision: Decision::Refused,
             method: method.into(),
