@@ -120,7 +120,7 @@ impl Event {
             m => format!(" {m} {}:{}", self.host, self.port),
         };
         let reason = self.reason.as_deref().unwrap_or("");
-        format!("net: {what}{target}: {reason}")
+        printable(&format!("net: {what}{target}: {reason}"))
     }
 }
 
@@ -157,6 +157,21 @@ impl Event {
         }
         self
     }
+}
+
+/// `s` with every character but printable ASCII escaped (`\u{202e}`).
+/// Stops: a request target or header that rewrites the terminal the line
+/// is read on (escape sequences, C1 controls, bidi overrides that show a
+/// refused host as another).
+fn printable(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            ' '..='~' => out.push(c),
+            _ => out.extend(c.escape_default()),
+        }
+    }
+    out
 }
 
 /// Events kept in the report; the counts cover every one.
@@ -411,6 +426,15 @@ mod tests {
         let r = s.finish();
         let reason = r.events[0].reason.as_deref().unwrap_or_default();
         assert!(reason.contains("limit of 100 bytes"), "{r:?}");
+    }
+
+    #[test]
+    fn the_stderr_line_is_printable_ascii() {
+        let e = Event::refused("GET", "a\u{202e}moc.b", "x\u{9b}31m\x1b[2J\té".into());
+        assert_eq!(
+            e.line(),
+            "net: refused GET a\\u{202e}moc.b:0: x\\u{9b}31m\\u{1b}[2J\\t\\u{e9}"
+        );
     }
 
     #[test]
