@@ -488,6 +488,47 @@ mod tests {
         );
     }
 
+    /// Stops: the first bytes of a ClientHello passed on unchecked when
+    /// the client goes quiet or half-closes before the rest.
+    #[test]
+    fn a_partial_client_hello_is_cut() {
+        let up = upstream(b"reply");
+        let limits = Limits {
+            idle: Duration::from_millis(300),
+            ..Limits::default()
+        };
+        let (s, port) = proxy(&[format!("localhost:{up}")], limits);
+        let to = format!("localhost:{up}");
+        let h = tls::tests::hello(&["localhost"], 1);
+        assert_eq!(tunnel(port, &to, &h[..20]), b"");
+        let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(c, "CONNECT {to} HTTP/1.1\r\n\r\n").unwrap();
+        c.write_all(&h[..20]).unwrap();
+        c.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut out = Vec::new();
+        let _ = c.read_to_end(&mut out);
+        assert_eq!(out, b"HTTP/1.1 200 Connection established\r\n\r\n");
+        let r = s.finish();
+        assert_eq!((r.allowed, r.refused), (0, 2), "{r:?}");
+        // The quiet client's read times out, or the upstream's does first
+        // and ends the tunnel: a cut either way.
+        for r in reasons(&r) {
+            assert!(
+                r.starts_with("reading the tunnel's TLS ClientHello")
+                    || r == "the tunnel ended inside its TLS ClientHello",
+                "{r}"
+            );
+        }
+    }
+
+    /// The reasons of `r`'s events.
+    fn reasons(r: &Report) -> Vec<&str> {
+        r.events
+            .iter()
+            .filter_map(|e| e.reason.as_deref())
+            .collect()
+    }
+
     /// Sends `first` into a tunnel to `target`; what came back after the
     /// proxy's 200.
     fn tunnel(port: u16, target: &str, first: &[u8]) -> Vec<u8> {
@@ -527,11 +568,7 @@ mod tests {
         assert_eq!(tunnel(port, &ip, plain), b"");
         let r = s.finish();
         assert_eq!((r.allowed, r.refused), (2, 4), "{r:?}");
-        let reasons: Vec<_> = r
-            .events
-            .iter()
-            .filter_map(|e| e.reason.as_deref())
-            .collect();
+        let reasons = reasons(&r);
         assert!(reasons.contains(&"the tunnel's first bytes are not a TLS ClientHello (CONNECT carries TLS only; plain HTTP goes as GET http://...)"), "{reasons:?}");
         assert!(
             reasons.contains(

@@ -404,10 +404,15 @@ fn tunnel_start(mut buf: Vec<u8>, client: &mut TcpStream, host: &Host) -> Result
             Hello::Partial if buf.len() >= tls::MAX_HELLO => {
                 return Err(format!("a TLS ClientHello over {} bytes", tls::MAX_HELLO))
             }
+            // Stops: a partial ClientHello passed on when the client goes
+            // quiet (the idle timeout) or half-closes: the bytes the
+            // check never saw whole would reach the server unchecked.
             Hello::Partial => match client.read(&mut chunk) {
-                // The client ended before a whole record: nothing to check.
-                Ok(0) | Err(_) => return Ok(buf),
+                // Nothing sent at all: nothing passes either.
+                Ok(0) if buf.is_empty() => return Ok(buf),
+                Ok(0) => return Err("the tunnel ended inside its TLS ClientHello".into()),
                 Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Err(e) => return Err(format!("reading the tunnel's TLS ClientHello: {e}")),
             },
         }
     }
