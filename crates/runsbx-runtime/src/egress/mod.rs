@@ -271,9 +271,26 @@ impl Proxy {
     /// own; decisions also go to `status` (a copy of the status fd). Call
     /// it only once init is forked (see jupyter::relay::Relay::serve).
     pub fn serve(self, listener: TcpListener, status: Option<File>) -> std::io::Result<Serving> {
+        self.serve_with(listener, status, crate::sys::ifaddrs::addresses())
+    }
+
+    /// [`Proxy::serve`] with the host's own addresses as listed.
+    fn serve_with(
+        self,
+        listener: TcpListener,
+        status: Option<File>,
+        own: std::io::Result<Vec<IpAddr>>,
+    ) -> std::io::Result<Serving> {
         // A name resolving to one of these reaches a service of the host that
-        // listens on its public address.
-        let own = crate::sys::ifaddrs::addresses();
+        // listens on its public address. Stops: that service reached when
+        // the list cannot be read (fail closed: no proxy, not one that
+        // refuses none of them).
+        let own = own.map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("listing the host's own addresses (getifaddrs): {e}"),
+            )
+        })?;
         let shared = Arc::new(Shared {
             proxy: self,
             own,
@@ -290,7 +307,8 @@ impl Proxy {
         });
         let l = listener.try_clone()?;
         let s = shared.clone();
-        let accept = serve::spawn_quiet(move || serve::accept_loop(l, s))?;
+        let accept = serve::spawn_quiet(move || serve::accept_loop(l, s))
+            .map_err(|e| std::io::Error::new(e.kind(), format!("starting its thread: {e}")))?;
         Ok(Serving {
             shared,
             listener,
@@ -457,6 +475,19 @@ mod tests {
         assert!(
             e.host.len() + e.reason.as_ref().unwrap().len() < 2 * MAX_FIELD + 60,
             "{e:?}"
+        );
+    }
+
+    #[test]
+    fn no_list_of_the_hosts_addresses_no_proxy() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let err = std::io::Error::from_raw_os_error(libc::ENOMEM);
+        let Err(e) = Proxy::default().serve_with(l, None, Err(err)) else {
+            panic!("the proxy started");
+        };
+        assert_eq!(
+            e.to_string(),
+            "listing the host's own addresses (getifaddrs): Cannot allocate memory (os error 12)"
         );
     }
 
