@@ -198,6 +198,8 @@ struct Shared {
     own: Vec<IpAddr>,
     report: Mutex<Report>,
     status: Mutex<Option<File>>,
+    /// The status fd once took no line within [`STATUS_WAIT`].
+    status_stalled: AtomicBool,
     open: AtomicUsize,
     requests: AtomicU64,
     bytes: AtomicU64,
@@ -222,42 +224,62 @@ impl Shared {
         }
     }
 
-    /// Records `e`: counted, kept, and written to the status fd at once.
     /// Records `e`: counted, and, among the first [`MAX_EVENTS`], kept
     /// and written to the status fd at once. Stops: a workload flooding
     /// its supervisor's status fd (or runsbx's memory) with refused
     /// requests; the counts still cover every one.
     fn record(&self, e: Event) {
         let e = e.clipped();
-        let mut r = self.report.lock().unwrap_or_else(|p| p.into_inner());
-        match e.decision {
-            Decision::Allowed => r.allowed += 1,
-            Decision::Refused => r.refused += 1,
-            Decision::Failed => r.failed += 1,
-        }
-        r.bytes_out += e.bytes_out;
-        r.bytes_in += e.bytes_in;
-        if r.events.len() >= MAX_EVENTS {
-            r.events_dropped += 1;
-            return;
-        }
-        if let Some(f) = self
-            .status
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_mut()
-        {
+        let line = {
+            let mut r = self.report.lock().unwrap_or_else(|p| p.into_inner());
+            match e.decision {
+                Decision::Allowed => r.allowed += 1,
+                Decision::Refused => r.refused += 1,
+                Decision::Failed => r.failed += 1,
+            }
+            r.bytes_out += e.bytes_out;
+            r.bytes_in += e.bytes_in;
+            if r.events.len() >= MAX_EVENTS {
+                r.events_dropped += 1;
+                return;
+            }
             let mut v = serde_json::to_value(&e).unwrap_or_default();
             v["event"] = "net".into();
-            let mut line = v.to_string();
-            line.push('\n');
-            // One write(2): a reader never sees half a line.
-            use std::io::Write;
-            let _ = f.write_all(line.as_bytes());
+            r.events.push(e);
+            v.to_string() + "\n"
+        };
+        self.write_status(&line);
+    }
+
+    /// Writes `line` to the status fd, outside the report's lock, if the
+    /// fd takes it within [`STATUS_WAIT`]; once it did not, no more lines
+    /// go there (they stay in the report). Stops: a status-fd reader that
+    /// stops reading (a full pipe) wedging every connection's thread, the
+    /// accept loop, and runsbx at finish, behind a blocked write(2).
+    fn write_status(&self, line: &str) {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        use std::io::Write;
+        use std::os::fd::AsFd;
+        if self.status_stalled.load(Ordering::SeqCst) {
+            return;
         }
-        r.events.push(e);
+        let mut status = self.status.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(f) = status.as_mut() else {
+            return;
+        };
+        let mut fds = [PollFd::new(f.as_fd(), PollFlags::POLLOUT)];
+        let wait = PollTimeout::try_from(STATUS_WAIT).unwrap_or(PollTimeout::ZERO);
+        if !matches!(poll(&mut fds, wait), Ok(n) if n > 0) {
+            self.status_stalled.store(true, Ordering::SeqCst);
+            return;
+        }
+        // One write(2): a reader never sees half a line.
+        let _ = f.write_all(line.as_bytes());
     }
 }
+
+/// How long a `net` line waits for the status fd to take it.
+const STATUS_WAIT: Duration = Duration::from_secs(1);
 
 /// The proxy at work; [`Serving::finish`] ends it and returns the report.
 pub struct Serving {
@@ -296,6 +318,7 @@ impl Proxy {
             own,
             report: Mutex::new(Report::default()),
             status: Mutex::new(status),
+            status_stalled: AtomicBool::new(false),
             open: AtomicUsize::new(0),
             requests: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
@@ -365,6 +388,7 @@ impl Drop for Serving {
 mod tests {
     use super::*;
     use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
 
     /// The proxy on a host port (no namespace needed), allowing `entries`
     /// and the loopback range.
@@ -489,6 +513,35 @@ mod tests {
             e.to_string(),
             "listing the host's own addresses (getifaddrs): Cannot allocate memory (os error 12)"
         );
+    }
+
+    /// Stops: a status-fd reader that stops reading wedging the proxy.
+    #[test]
+    fn a_status_fd_nobody_reads_does_not_wedge_the_proxy() {
+        use nix::fcntl::{fcntl, FcntlArg, OFlag};
+        let (_r, w) = nix::unistd::pipe().unwrap();
+        // Fill the pipe, then make writes block again.
+        fcntl(w.as_raw_fd(), FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).unwrap();
+        let mut w = File::from(w);
+        while w.write(&[0u8; 4096]).is_ok() {}
+        fcntl(w.as_raw_fd(), FcntlArg::F_SETFL(OFlag::empty())).unwrap();
+        let allow = Allowlist::parse(&[], &[]).unwrap();
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let s = Proxy {
+            allow,
+            limits: Limits::default(),
+        }
+        .serve(l, Some(w))
+        .unwrap();
+        let start = std::time::Instant::now();
+        for _ in 0..3 {
+            let got = ask(port, "GET http://a.com/ HTTP/1.1\r\n\r\n".into());
+            assert!(got.starts_with("HTTP/1.1 403 "), "{got}");
+        }
+        let r = s.finish();
+        assert_eq!(r.refused, 3, "{r:?}");
+        assert!(start.elapsed() < STATUS_WAIT * 2, "{:?}", start.elapsed());
     }
 
     /// Stops: runsbx aborting (panic=abort in release) when the workload
