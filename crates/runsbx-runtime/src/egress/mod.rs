@@ -544,6 +544,64 @@ mod tests {
         assert!(start.elapsed() < STATUS_WAIT * 2, "{:?}", start.elapsed());
     }
 
+    /// Stops: a slow upload cut because the upstream, reading it, sent
+    /// nothing back for the idle limit (the limit was per direction).
+    #[test]
+    fn the_idle_limit_counts_bytes_either_way() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let up = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for mut c in l.incoming().flatten() {
+                let mut got = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !got.ends_with(b"0123456789") {
+                    match c.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = c.write_all(b"HTTP/1.0 200 OK\r\n\r\ndone");
+            }
+        });
+        let limits = Limits {
+            idle: Duration::from_millis(300),
+            ..Limits::default()
+        };
+        let (s, port) = proxy(&[format!("localhost:{up}")], limits);
+        let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            c,
+            "POST http://localhost:{up}/ HTTP/1.1\r\nContent-Length: 10\r\n\r\n"
+        )
+        .unwrap();
+        // A byte every 100 ms for a second: the upload is never idle.
+        for b in b"0123456789" {
+            std::thread::sleep(Duration::from_millis(100));
+            c.write_all(&[*b]).unwrap();
+        }
+        let mut out = String::new();
+        let _ = c.read_to_string(&mut out);
+        assert_eq!(out, "HTTP/1.0 200 OK\r\n\r\ndone");
+        // Nothing either way for the limit: cut.
+        let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            c,
+            "POST http://localhost:{up}/ HTTP/1.1\r\nContent-Length: 10\r\n\r\n"
+        )
+        .unwrap();
+        let start = std::time::Instant::now();
+        let mut out = String::new();
+        let _ = c.read_to_string(&mut out);
+        assert_eq!(out, "");
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            start.elapsed()
+        );
+        let r = s.finish();
+        assert_eq!((r.allowed, r.refused), (2, 0), "{r:?}");
+    }
+
     /// Stops: runsbx aborting (panic=abort in release) when the workload
     /// has exhausted threads: the connection is refused or cut instead,
     /// with an event.

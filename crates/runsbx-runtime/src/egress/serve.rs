@@ -3,9 +3,10 @@
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
+use std::time::Instant;
 
 use nix::sys::signal::{pthread_sigmask, SigSet, SigmaskHow};
 use runsbx_policy::egress::{parse_host, Host};
@@ -310,6 +311,13 @@ fn relay(
     let (Ok(mut client_r), Ok(upstream_w)) = (client.try_clone(), upstream.try_clone()) else {
         return (0, 0, None);
     };
+    // Reads wake every quarter of the idle limit to look at the other
+    // direction's last byte (socket options: shared by the clones).
+    let idle = Idle::new(shared.proxy.limits.idle);
+    let tick = (idle.limit / 4).max(std::time::Duration::from_millis(1));
+    let _ = client.set_read_timeout(Some(tick));
+    let _ = upstream.set_read_timeout(Some(tick));
+    let idle = &idle;
     thread::scope(|s| {
         let up = builder(shared).and_then(|b| {
             b.spawn_scoped(s, || match what {
@@ -317,10 +325,10 @@ fn relay(
                 // this upstream without a check.
                 Relay::Body(len) => {
                     let mut r = io::Cursor::new(early).chain(client_r).take(len);
-                    (copy(shared, &mut r, &upstream_w), None)
+                    (copy(shared, &mut r, &upstream_w, idle), None)
                 }
                 Relay::Tunnel(host) => {
-                    let first = match tunnel_start(early, &mut client_r, host) {
+                    let first = match tunnel_start(early, &mut client_r, host, idle) {
                         Ok(first) => first,
                         Err(why) => {
                             let _ = upstream_w.shutdown(std::net::Shutdown::Both);
@@ -329,7 +337,7 @@ fn relay(
                         }
                     };
                     let mut r = io::Cursor::new(first).chain(client_r);
-                    let n = copy(shared, &mut r, &upstream_w);
+                    let n = copy(shared, &mut r, &upstream_w, idle);
                     let _ = upstream_w.shutdown(std::net::Shutdown::Write);
                     (n, None)
                 }
@@ -343,12 +351,53 @@ fn relay(
                 return (0, 0, Some(format!("cut: no thread to relay it: {e}")));
             }
         };
-        let inn = copy(shared, &mut &upstream, &client);
+        let inn = copy(shared, &mut &upstream, &client, idle);
         let _ = client.shutdown(std::net::Shutdown::Both);
         let _ = upstream.shutdown(std::net::Shutdown::Both);
         let (out, cut) = up.join().unwrap_or((0, None));
         (out, inn, cut)
     })
+}
+
+/// When a relayed connection last carried a byte, either way: its idle
+/// limit counts from there. Stops: an upload (or a download) cut while
+/// bytes flow, because the other direction was quiet for the limit.
+struct Idle {
+    start: Instant,
+    /// Milliseconds from `start` to the last byte.
+    last: AtomicU64,
+    limit: std::time::Duration,
+}
+
+impl Idle {
+    fn new(limit: std::time::Duration) -> Idle {
+        Idle {
+            start: Instant::now(),
+            last: AtomicU64::new(0),
+            limit,
+        }
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// A byte went one way.
+    fn touch(&self) {
+        self.last.store(self.now(), Ordering::SeqCst);
+    }
+
+    /// Whether `e`, a read's error, ends the connection: any error but a
+    /// read timeout (one tick), and a timeout once no byte went either
+    /// way for the limit.
+    fn ends(&self, e: &io::Error) -> bool {
+        let tick = matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        );
+        let quiet = self.now().saturating_sub(self.last.load(Ordering::SeqCst));
+        !tick || u128::from(quiet) >= self.limit.as_millis()
+    }
 }
 
 /// What the workload may send upstream after the request head.
@@ -373,7 +422,12 @@ enum Relay<'a> {
 /// Does not stop the same trick one layer down (an HTTP Host header inside
 /// the encrypted stream), nor an Encrypted Client Hello whose outer name
 /// is the allowed one: docs/sandbox.md, "Network".
-fn tunnel_start(mut buf: Vec<u8>, client: &mut TcpStream, host: &Host) -> Result<Vec<u8>, String> {
+fn tunnel_start(
+    mut buf: Vec<u8>,
+    client: &mut TcpStream,
+    host: &Host,
+    idle: &Idle,
+) -> Result<Vec<u8>, String> {
     let mut chunk = [0u8; 4096];
     loop {
         match tls::client_hello(&buf) {
@@ -411,7 +465,11 @@ fn tunnel_start(mut buf: Vec<u8>, client: &mut TcpStream, host: &Host) -> Result
                 // Nothing sent at all: nothing passes either.
                 Ok(0) if buf.is_empty() => return Ok(buf),
                 Ok(0) => return Err("the tunnel ended inside its TLS ClientHello".into()),
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Ok(n) => {
+                    idle.touch();
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+                Err(e) if !idle.ends(&e) => {}
                 Err(e) => return Err(format!("reading the tunnel's TLS ClientHello: {e}")),
             },
         }
@@ -419,15 +477,18 @@ fn tunnel_start(mut buf: Vec<u8>, client: &mut TcpStream, host: &Host) -> Result
 }
 
 /// Copies until EOF, an error, or the run's byte limit; the bytes copied.
-fn copy(shared: &Shared, r: &mut impl Read, mut w: &TcpStream) -> u64 {
+fn copy(shared: &Shared, r: &mut impl Read, mut w: &TcpStream, idle: &Idle) -> u64 {
     let max = shared.proxy.limits.bytes;
     let mut buf = vec![0u8; 64 * 1024];
     let mut n = 0u64;
     loop {
         let got = match r.read(&mut buf) {
-            Ok(0) | Err(_) => return n,
+            Ok(0) => return n,
             Ok(g) => g,
+            Err(e) if !idle.ends(&e) => continue,
+            Err(_) => return n,
         };
+        idle.touch();
         if shared.bytes.fetch_add(got as u64, Ordering::SeqCst) + got as u64 > max {
             return n;
         }
