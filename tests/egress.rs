@@ -808,3 +808,41 @@ fn bad_uses_of_the_flag_are_one_line_errors_before_anything_runs() {
     let out = sandbox(&env, &["--allow-net-range", "127.0.0.0/8"], &["/bin/true"]);
     assert_one_line_error(&out, "--allow-net-range needs --allow-net");
 }
+
+/// Stops: socket options beyond what HTTP clients set reaching the kernel
+/// under --allow-net (TCP_ULP, CVE-2023-0461's path; SO_ATTACH_FILTER, a
+/// program the kernel runs): EPERM. What Python, urllib3 and curl set works.
+#[test]
+fn setsockopt_takes_what_http_clients_set_and_nothing_else() {
+    let env = Env::new();
+    let code = r#"
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+for name, level, opt, val in [
+    ("nodelay", socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),
+    ("keepalive", socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1),
+    ("keepidle", socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 60),
+    ("rcvbuf", socket.SOL_SOCKET, socket.SO_RCVBUF, 65536),
+    ("ulp", socket.IPPROTO_TCP, 31, b"tls"),
+    ("filter", socket.SOL_SOCKET, 26, b"\0" * 16),
+    ("tos", socket.IPPROTO_IP, socket.IP_TOS, 16),
+]:
+    try:
+        s.setsockopt(level, opt, val)
+        print(name, "set")
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+"#;
+    let (out, _) = run(&env, &["--allow-net", "pypi.org"], code);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    for (name, want) in [
+        ("nodelay", "set"),
+        ("keepalive", "set"),
+        ("keepidle", "set"),
+        ("rcvbuf", "set"),
+        ("ulp", "EPERM"),
+        ("filter", "EPERM"),
+        ("tos", "EPERM"),
+    ] {
+        assert_eq!(answer(&out, name), want, "{name}");
+    }
+}
