@@ -678,14 +678,39 @@ pub fn kernel_seccomp() -> LinuxSeccomp {
     p
 }
 
+/// The (level, option) pairs `--allow-net`'s `setsockopt` accepts.
+pub const TCP_CLIENT_OPTIONS: &[(u64, u64)] = &[
+    (SOL_SOCKET, 2),  // SO_REUSEADDR
+    (SOL_SOCKET, 7),  // SO_SNDBUF
+    (SOL_SOCKET, 8),  // SO_RCVBUF
+    (SOL_SOCKET, 9),  // SO_KEEPALIVE
+    (SOL_SOCKET, 13), // SO_LINGER
+    (SOL_SOCKET, 20), // SO_RCVTIMEO_OLD
+    (SOL_SOCKET, 21), // SO_SNDTIMEO_OLD
+    (SOL_SOCKET, 66), // SO_RCVTIMEO_NEW
+    (SOL_SOCKET, 67), // SO_SNDTIMEO_NEW
+    (IPPROTO_TCP, 1), // TCP_NODELAY
+    (IPPROTO_TCP, 4), // TCP_KEEPIDLE
+    (IPPROTO_TCP, 5), // TCP_KEEPINTVL
+    (IPPROTO_TCP, 6), // TCP_KEEPCNT
+];
+
+const SOL_SOCKET: u64 = 1;
+
 /// What `--allow-net` adds to a profile: a TCP client over IPv4, for the
 /// proxy on 127.0.0.1 (runsbx_policy::egress).
 ///
 /// - `socket(AF_INET, SOCK_STREAM, 0 or IPPROTO_TCP)`: not MPTCP (protocol
 ///   262), UDP, raw, IPv6 or any other family: Landlock's TCP rules do not
 ///   see those, so they stay refused here (EPERM).
-/// - `connect`, `getsockopt`, `setsockopt`. Not `bind`, `listen`, `accept`:
-///   the workload serves nothing (Landlock also refuses TCP bind).
+/// - `connect`, `getsockopt`. Not `bind`, `listen`, `accept`: the workload
+///   serves nothing (Landlock also refuses TCP bind).
+/// - `setsockopt` only for [`TCP_CLIENT_OPTIONS`], the options Python's
+///   socket, http.client, urllib3 (requests, pip) and curl set; any other
+///   answers EPERM. Stops: the kernel surface behind other options, such as
+///   TCP_ULP (attaching kTLS or another upper layer protocol:
+///   CVE-2023-0461's use-after-free), SO_ATTACH_FILTER and SO_ATTACH_BPF
+///   (a classic or eBPF program run by the kernel), and the IP options.
 ///
 /// Which port `connect` reaches is Landlock's (connect_tcp on the proxy's
 /// port only, [`crate::landlock::LandlockPolicy::connect_port`]), and which
@@ -697,7 +722,16 @@ pub fn with_tcp_client(mut p: LinuxSeccomp) -> LinuxSeccomp {
     for proto in [0, IPPROTO_TCP] {
         syscalls.push(allow_socket(AF_INET, SOCK_STREAM, proto));
     }
-    syscalls.push(allow(&["connect", "getsockopt", "setsockopt"], Vec::new()));
+    syscalls.push(allow(&["connect", "getsockopt"], Vec::new()));
+    for &(level, name) in TCP_CLIENT_OPTIONS {
+        syscalls.push(allow(
+            &["setsockopt"],
+            vec![
+                arg(1, LinuxSeccompOperator::ScmpCmpEq, level, None),
+                arg(2, LinuxSeccompOperator::ScmpCmpEq, name, None),
+            ],
+        ));
+    }
     p.set_syscalls(Some(syscalls));
     p
 }
@@ -706,6 +740,34 @@ pub fn with_tcp_client(mut p: LinuxSeccomp) -> LinuxSeccomp {
 mod tests {
     use super::*;
     use crate::seccomp;
+
+    /// Stops: an option outside the short list (TCP_ULP, SO_ATTACH_FILTER)
+    /// reaching the kernel with `--allow-net`.
+    #[test]
+    fn the_tcp_client_sets_only_listed_options() {
+        let p = with_tcp_client(sandbox_seccomp());
+        seccomp::compile(&p).expect("the profile compiles");
+        let mut pairs = Vec::new();
+        for sc in p.syscalls().iter().flatten() {
+            if !sc.names().iter().any(|n| n == "setsockopt") {
+                continue;
+            }
+            assert_eq!(sc.action(), LinuxSeccompAction::ScmpActAllow);
+            let args = sc.args().clone().expect("setsockopt is never allowed bare");
+            let v: Vec<_> = args
+                .iter()
+                .map(|a| (a.index(), a.op(), a.value()))
+                .collect();
+            let eq = LinuxSeccompOperator::ScmpCmpEq;
+            let [(1, o1, level), (2, o2, name)] = v[..] else {
+                panic!("{v:?}");
+            };
+            assert_eq!((o1, o2), (eq, eq));
+            pairs.push((level, name));
+        }
+        assert_eq!(pairs, TCP_CLIENT_OPTIONS);
+        assert!(!pairs.contains(&(IPPROTO_TCP, 31)), "TCP_ULP");
+    }
 
     #[test]
     fn sandbox_profile_compiles_and_names_only_known_syscalls() {

@@ -3,9 +3,10 @@
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
+use std::time::Instant;
 
 use nix::sys::signal::{pthread_sigmask, SigSet, SigmaskHow};
 use runsbx_policy::egress::{parse_host, Host};
@@ -53,24 +54,48 @@ pub(super) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             );
             continue;
         }
+        // A second handle, to answer the client if no thread can serve it.
+        let spare = client.try_clone();
         let s = shared.clone();
-        let spawned = thread::Builder::new().spawn(move || {
-            let id = s.next_id.fetch_add(1, Ordering::SeqCst);
-            one(&s, client, id);
-            s.sockets
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .retain(|(i, _)| *i != id);
-            s.open.fetch_sub(1, Ordering::SeqCst);
+        let spawned = builder(&shared).and_then(|b| {
+            b.spawn(move || {
+                let id = s.next_id.fetch_add(1, Ordering::SeqCst);
+                one(&s, client, id);
+                s.sockets
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .retain(|(i, _)| *i != id);
+                s.open.fetch_sub(1, Ordering::SeqCst);
+            })
         });
-        if spawned.is_err() {
+        if let Err(e) = spawned {
             shared.open.fetch_sub(1, Ordering::SeqCst);
+            if let Ok(c) = spare {
+                let mut e = Event::refused("", "", format!("no thread to serve it: {e}"));
+                e.decision = Decision::Failed;
+                refuse(&shared, c, "503 Service Unavailable", e);
+            }
         }
     }
 }
 
+/// A builder for one of the proxy's threads. Its `spawn` returns the OS's
+/// refusal where `thread::spawn` and `Scope::spawn` panic: the workload can
+/// exhaust threads, and a release build aborts on panic (runsbx would die
+/// without report or cleanup). Under test, `Shared::spawns_left` makes it
+/// fail on purpose.
+fn builder(shared: &Shared) -> io::Result<thread::Builder> {
+    #[cfg(test)]
+    if shared.spawns_left.fetch_sub(1, Ordering::SeqCst) == 0 {
+        return Err(io::Error::other("no thread (test)"));
+    }
+    #[cfg(not(test))]
+    let _ = shared;
+    Ok(thread::Builder::new())
+}
+
 impl Event {
-    fn refused(method: &str, host: &str, reason: String) -> Event {
+    pub(super) fn refused(method: &str, host: &str, reason: String) -> Event {
         Event {
             decision: Decision::Refused,
             method: method.into(),
@@ -286,35 +311,93 @@ fn relay(
     let (Ok(mut client_r), Ok(upstream_w)) = (client.try_clone(), upstream.try_clone()) else {
         return (0, 0, None);
     };
+    // Reads wake every quarter of the idle limit to look at the other
+    // direction's last byte (socket options: shared by the clones).
+    let idle = Idle::new(shared.proxy.limits.idle);
+    let tick = (idle.limit / 4).max(std::time::Duration::from_millis(1));
+    let _ = client.set_read_timeout(Some(tick));
+    let _ = upstream.set_read_timeout(Some(tick));
+    let idle = &idle;
     thread::scope(|s| {
-        let up = s.spawn(|| match what {
-            // Stops: a second request pipelined after the first, sent to
-            // this upstream without a check.
-            Relay::Body(len) => {
-                let mut r = io::Cursor::new(early).chain(client_r).take(len);
-                (copy(shared, &mut r, &upstream_w), None)
-            }
-            Relay::Tunnel(host) => {
-                let first = match tunnel_start(early, &mut client_r, host) {
-                    Ok(first) => first,
-                    Err(why) => {
-                        let _ = upstream_w.shutdown(std::net::Shutdown::Both);
-                        let _ = client_r.shutdown(std::net::Shutdown::Both);
-                        return (0, Some(why));
-                    }
-                };
-                let mut r = io::Cursor::new(first).chain(client_r);
-                let n = copy(shared, &mut r, &upstream_w);
-                let _ = upstream_w.shutdown(std::net::Shutdown::Write);
-                (n, None)
-            }
+        let up = builder(shared).and_then(|b| {
+            b.spawn_scoped(s, || match what {
+                // Stops: a second request pipelined after the first, sent to
+                // this upstream without a check.
+                Relay::Body(len) => {
+                    let mut r = io::Cursor::new(early).chain(client_r).take(len);
+                    (copy(shared, &mut r, &upstream_w, idle), None)
+                }
+                Relay::Tunnel(host) => {
+                    let first = match tunnel_start(early, &mut client_r, host, idle) {
+                        Ok(first) => first,
+                        Err(why) => {
+                            let _ = upstream_w.shutdown(std::net::Shutdown::Both);
+                            let _ = client_r.shutdown(std::net::Shutdown::Both);
+                            return (0, Some(why));
+                        }
+                    };
+                    let mut r = io::Cursor::new(first).chain(client_r);
+                    let n = copy(shared, &mut r, &upstream_w, idle);
+                    let _ = upstream_w.shutdown(std::net::Shutdown::Write);
+                    (n, None)
+                }
+            })
         });
-        let inn = copy(shared, &mut &upstream, &client);
+        let up = match up {
+            Ok(up) => up,
+            Err(e) => {
+                let _ = client.shutdown(std::net::Shutdown::Both);
+                let _ = upstream.shutdown(std::net::Shutdown::Both);
+                return (0, 0, Some(format!("cut: no thread to relay it: {e}")));
+            }
+        };
+        let inn = copy(shared, &mut &upstream, &client, idle);
         let _ = client.shutdown(std::net::Shutdown::Both);
         let _ = upstream.shutdown(std::net::Shutdown::Both);
         let (out, cut) = up.join().unwrap_or((0, None));
         (out, inn, cut)
     })
+}
+
+/// When a relayed connection last carried a byte, either way: its idle
+/// limit counts from there. Stops: an upload (or a download) cut while
+/// bytes flow, because the other direction was quiet for the limit.
+struct Idle {
+    start: Instant,
+    /// Milliseconds from `start` to the last byte.
+    last: AtomicU64,
+    limit: std::time::Duration,
+}
+
+impl Idle {
+    fn new(limit: std::time::Duration) -> Idle {
+        Idle {
+            start: Instant::now(),
+            last: AtomicU64::new(0),
+            limit,
+        }
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// A byte went one way.
+    fn touch(&self) {
+        self.last.store(self.now(), Ordering::SeqCst);
+    }
+
+    /// Whether `e`, a read's error, ends the connection: any error but a
+    /// read timeout (one tick), and a timeout once no byte went either
+    /// way for the limit.
+    fn ends(&self, e: &io::Error) -> bool {
+        let tick = matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        );
+        let quiet = self.now().saturating_sub(self.last.load(Ordering::SeqCst));
+        !tick || u128::from(quiet) >= self.limit.as_millis()
+    }
 }
 
 /// What the workload may send upstream after the request head.
@@ -325,19 +408,40 @@ enum Relay<'a> {
     Tunnel(&'a Host),
 }
 
-/// The tunnel's first bytes, read until they are known not to be a TLS
-/// ClientHello or a whole one is in: returned to be sent on, or refused.
+/// The tunnel's first bytes, read until a whole TLS ClientHello is in:
+/// returned to be sent on, or refused (the tunnel is then cut).
 ///
 /// Stops: a tunnel to an allowed name whose TLS server name (SNI) is
 /// another host, which a shared front end (a CDN, a cloud load balancer)
-/// would route to. Does not stop the same trick one layer down (an HTTP
-/// Host header inside the encrypted stream), nor an Encrypted Client Hello
-/// whose outer name is the allowed one: docs/sandbox.md, "Network".
-fn tunnel_start(mut buf: Vec<u8>, client: &mut TcpStream, host: &Host) -> Result<Vec<u8>, String> {
+/// would route to; and a tunnel that carries anything but TLS: plain HTTP
+/// inside `CONNECT allowed:80` with `Host: other-site` (the Host check of
+/// the forwarding path skipped), or any other protocol on an allowed port.
+/// A ClientHello without a server name is refused for a name (the front
+/// end would pick a default site); an IP-literal target has no name to
+/// send (RFC 6066 forbids an address in SNI), so there it may omit it.
+/// Does not stop the same trick one layer down (an HTTP Host header inside
+/// the encrypted stream), nor an Encrypted Client Hello whose outer name
+/// is the allowed one: docs/sandbox.md, "Network".
+fn tunnel_start(
+    mut buf: Vec<u8>,
+    client: &mut TcpStream,
+    host: &Host,
+    idle: &Idle,
+) -> Result<Vec<u8>, String> {
     let mut chunk = [0u8; 4096];
     loop {
         match tls::client_hello(&buf) {
-            Hello::NotTls | Hello::Tls(None) => return Ok(buf),
+            Hello::NotTls => {
+                return Err("the tunnel's first bytes are not a TLS ClientHello (CONNECT carries TLS only; plain HTTP goes as GET http://...)".into())
+            }
+            Hello::Tls(None) => {
+                return match host {
+                    Host::Ip(_) => Ok(buf),
+                    Host::Name(_) => Err(format!(
+                        "a TLS ClientHello without a server name (SNI), the CONNECT target {host}"
+                    )),
+                }
+            }
             Hello::Tls(Some(name)) => {
                 let sni =
                     parse_host(&name).map_err(|e| format!("the TLS server name (SNI): {e}"))?;
@@ -354,25 +458,37 @@ fn tunnel_start(mut buf: Vec<u8>, client: &mut TcpStream, host: &Host) -> Result
             Hello::Partial if buf.len() >= tls::MAX_HELLO => {
                 return Err(format!("a TLS ClientHello over {} bytes", tls::MAX_HELLO))
             }
+            // Stops: a partial ClientHello passed on when the client goes
+            // quiet (the idle timeout) or half-closes: the bytes the
+            // check never saw whole would reach the server unchecked.
             Hello::Partial => match client.read(&mut chunk) {
-                // The client ended before a whole record: nothing to check.
-                Ok(0) | Err(_) => return Ok(buf),
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                // Nothing sent at all: nothing passes either.
+                Ok(0) if buf.is_empty() => return Ok(buf),
+                Ok(0) => return Err("the tunnel ended inside its TLS ClientHello".into()),
+                Ok(n) => {
+                    idle.touch();
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+                Err(e) if !idle.ends(&e) => {}
+                Err(e) => return Err(format!("reading the tunnel's TLS ClientHello: {e}")),
             },
         }
     }
 }
 
 /// Copies until EOF, an error, or the run's byte limit; the bytes copied.
-fn copy(shared: &Shared, r: &mut impl Read, mut w: &TcpStream) -> u64 {
+fn copy(shared: &Shared, r: &mut impl Read, mut w: &TcpStream, idle: &Idle) -> u64 {
     let max = shared.proxy.limits.bytes;
     let mut buf = vec![0u8; 64 * 1024];
     let mut n = 0u64;
     loop {
         let got = match r.read(&mut buf) {
-            Ok(0) | Err(_) => return n,
+            Ok(0) => return n,
             Ok(g) => g,
+            Err(e) if !idle.ends(&e) => continue,
+            Err(_) => return n,
         };
+        idle.touch();
         if shared.bytes.fetch_add(got as u64, Ordering::SeqCst) + got as u64 > max {
             return n;
         }

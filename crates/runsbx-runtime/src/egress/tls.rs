@@ -1,7 +1,7 @@
 //! The one thing the proxy reads inside a CONNECT tunnel: the server name
 //! (SNI) of a TLS ClientHello, the client's first bytes. Nothing is
-//! decrypted; a tunnel that does not start with a ClientHello is passed
-//! as it is.
+//! decrypted; a tunnel that does not start with a whole ClientHello is
+//! cut (serve.rs, `tunnel_start`).
 
 /// What the first bytes of a tunnel are.
 #[derive(Debug, PartialEq, Eq)]
@@ -20,18 +20,22 @@ pub enum Hello {
 pub const MAX_HELLO: usize = 16 * 1024 + 5;
 
 /// Reads the ClientHello at the start of `buf`.
+///
+/// Stops: a first record the check would skip but a lenient server reads
+/// past (a warning alert first, or a handshake record with version bytes
+/// 00 01, both of which Go's crypto/tls accepts, followed by a ClientHello
+/// with another name). Only a handshake record (type 22) with version
+/// 0x0301 to 0x0304 that holds exactly one whole ClientHello is TLS;
+/// anything else is [`Hello::NotTls`] or [`Hello::Malformed`], and the
+/// tunnel is cut.
 pub fn client_hello(buf: &[u8]) -> Hello {
-    // TLS record: type 22 (handshake), version 3.x, length.
     match buf {
-        [] => return Hello::Partial,
-        [22, ..] => {}
+        [] | [22] | [22, 3] => return Hello::Partial,
+        [22, 3, 1..=4, ..] => {}
         _ => return Hello::NotTls,
     }
     if buf.len() < 5 {
         return Hello::Partial;
-    }
-    if buf[1] != 3 {
-        return Hello::NotTls;
     }
     let len = usize::from(u16::from_be_bytes([buf[3], buf[4]]));
     let Some(record) = buf.get(5..5 + len) else {
@@ -75,8 +79,13 @@ fn parse_hello(record: &[u8]) -> Option<Hello> {
     let len = usize::from(len[0]) << 16 | usize::from(len[1]) << 8 | usize::from(len[2]);
     // A ClientHello split over several records is refused as malformed:
     // no client sends one that large without post-quantum key shares, and
-    // a proxy that guessed would let a second name hide in the rest.
+    // a proxy that guessed would let a second name hide in the rest. So is
+    // a record holding more than the ClientHello (a second message the
+    // check never read).
     let mut c = Cur(c.take(len)?);
+    if record.len() != 4 + len {
+        return None;
+    }
     c.take(2 + 32)?; // version, random
     c.vec8()?; // session id
     c.vec16()?; // cipher suites
@@ -85,6 +94,9 @@ fn parse_hello(record: &[u8]) -> Option<Hello> {
         return Some(Hello::Tls(None)); // no extensions
     }
     let mut ext = Cur(c.vec16()?);
+    if !c.0.is_empty() {
+        return None; // bytes after the extensions
+    }
     let mut name = None;
     while !ext.0.is_empty() {
         let kind = ext.u16()?;
@@ -97,7 +109,11 @@ fn parse_hello(record: &[u8]) -> Option<Hello> {
         if name.is_some() {
             return None;
         }
-        let mut list = Cur(Cur(body).vec16()?);
+        let mut body = Cur(body);
+        let mut list = Cur(body.vec16()?);
+        if !body.0.is_empty() {
+            return None; // bytes after the name list
+        }
         while !list.0.is_empty() {
             let kind = list.u8()?;
             let host = list.vec16()?;
@@ -113,12 +129,12 @@ fn parse_hello(record: &[u8]) -> Option<Hello> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A minimal ClientHello record with `names` in one server_name extension
     /// (none: no extension), `sni_exts` times.
-    fn hello(names: &[&str], sni_exts: usize) -> Vec<u8> {
+    pub(crate) fn hello(names: &[&str], sni_exts: usize) -> Vec<u8> {
         let mut list = Vec::new();
         for n in names {
             list.push(0u8);
@@ -172,5 +188,40 @@ mod tests {
         let mut h = hello(&["a.com"], 1);
         h[5] = 2; // ServerHello
         assert_eq!(client_hello(&h), Hello::Malformed);
+    }
+
+    /// Stops: a first record a lenient server skips or accepts (Go's
+    /// crypto/tls ignores the record version), with the real ClientHello
+    /// and another name behind it; and bytes the check never read.
+    #[test]
+    fn only_a_handshake_record_of_tls_1_0_to_1_3_holding_one_client_hello_is_tls() {
+        let h = hello(&["other.com"], 1);
+        let mut alert = vec![21u8, 3, 3, 0, 2, 1, 0]; // warning, close_notify
+        alert.extend(&h);
+        assert_eq!(client_hello(&alert), Hello::NotTls);
+        for version in [[0u8, 1], [3, 0], [3, 5], [2, 0]] {
+            let mut v = h.clone();
+            v[1..3].copy_from_slice(&version);
+            assert_eq!(client_hello(&v), Hello::NotTls, "{version:?}");
+        }
+        for minor in 1..=4 {
+            let mut v = h.clone();
+            v[2] = minor;
+            assert_eq!(client_hello(&v), Hello::Tls(Some("other.com".into())));
+        }
+        // The ClientHello split over two records.
+        let body = &h[5..];
+        let mut split = vec![22u8, 3, 1, 0, 10];
+        split.extend(&body[..10]);
+        split.extend([22u8, 3, 1]);
+        split.extend(((body.len() - 10) as u16).to_be_bytes());
+        split.extend(&body[10..]);
+        assert_eq!(client_hello(&split), Hello::Malformed);
+        // A record holding more than the ClientHello.
+        let mut more = h.clone();
+        more.extend([1u8, 0, 0, 0]);
+        let len = (more.len() - 5) as u16;
+        more[3..5].copy_from_slice(&len.to_be_bytes());
+        assert_eq!(client_hello(&more), Hello::Malformed);
     }
 }

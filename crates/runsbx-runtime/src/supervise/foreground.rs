@@ -134,17 +134,17 @@ fn start_supervised(
         // Listening before start, so the port answers from the workload's
         // first instruction; served from now on (init is forked: threads
         // are safe).
-        let proxy =
-            match sup.egress.take() {
-                Some(p) => {
-                    let l = crate::netns::listen_in(pid, PROXY_PORT)?;
-                    let status = sup.status_fd.as_ref().and_then(|f| f.try_clone().ok());
-                    Some(p.serve(l, status).map_err(|e| {
-                        RuntimeError::io("--allow-net: starting the proxy's thread", e)
-                    })?)
-                }
-                None => None,
-            };
+        let proxy = match sup.egress.take() {
+            Some(p) => {
+                let l = crate::netns::listen_in(pid, PROXY_PORT)?;
+                let status = sup.status_fd.as_ref().and_then(|f| f.try_clone().ok());
+                Some(
+                    p.serve(l, status)
+                        .map_err(|e| RuntimeError::io("--allow-net: starting the proxy", e))?,
+                )
+            }
+            None => None,
+        };
         if let Some(expect) = &sup.posture {
             // Before start, init has everything but seccomp (loaded right
             // before exec): check the rest while no workload code has run.

@@ -3,12 +3,14 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-/// Every IPv4 and IPv6 address of every interface; empty if the call fails.
-pub fn addresses() -> Vec<IpAddr> {
+/// Every IPv4 and IPv6 address of every interface, or getifaddrs's error
+/// (never an empty list for a failure: the caller refuses these addresses,
+/// and an empty list would refuse none).
+pub fn addresses() -> std::io::Result<Vec<IpAddr>> {
     let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs(3) fills `head` with a list freed below.
     if unsafe { libc::getifaddrs(&mut head) } != 0 {
-        return Vec::new();
+        return Err(std::io::Error::last_os_error());
     }
     let mut out = Vec::new();
     let mut cur = head;
@@ -38,5 +40,5 @@ pub fn addresses() -> Vec<IpAddr> {
     }
     // SAFETY: the list getifaddrs returned, freed once.
     unsafe { libc::freeifaddrs(head) };
-    out
+    Ok(out)
 }
