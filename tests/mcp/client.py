@@ -52,6 +52,21 @@ async def main():
             check("a figure as an image", len(images) == 1 and images[0].mime_type == "image/png", r)
             r = await s.call_tool("read_file", {"path": "/etc/shadow"})
             check("a denied read is an error result", r.is_error, r)
+            # Larger than the REPL's 64 KiB capture: read in pieces.
+            r = await s.call_tool(
+                "run_python", {"code": "open('big.txt', 'w').write(''.join(f'{i:07}\\n' for i in range(20000)))"}
+            )
+            r = await s.call_tool("read_file", {"path": "big.txt"})
+            want = "".join(f"{i:07}\n" for i in range(20000))
+            check("a 160 KB file read whole", not r.is_error and text(r) == want, len(text(r)))
+            r = await s.call_tool("run_python", {"code": "import matplotlib.pyplot as plt\nplt.savefig('p.png')"})
+            r = await s.call_tool("read_file", {"path": "p.png"})
+            check("a PNG read as an image", [c.type for c in r.content] == ["image"], r)
+            r = await s.call_tool(
+                "run_python", {"code": "open('fake.png', 'w').write('not a png')"}
+            )
+            r = await s.call_tool("read_file", {"path": "fake.png"})
+            check("a file is what its bytes say", [c.type for c in r.content] == ["text"], r)
             r = await s.call_tool("run_python", {"code": ESCAPES})
             lines = text(r).splitlines()
             check("escapes refused", len(lines) == ATTEMPTS and all(l.endswith(" refused") for l in lines), text(r))

@@ -123,11 +123,7 @@ impl Mcp {
         &self,
         Parameters(ReadFile { path }): Parameters<ReadFile>,
     ) -> Result<CallToolResult, ErrorData> {
-        let code = format!(
-            "exec({READ_FILE:?}, {{'path': {}}})",
-            serde_json::to_string(&path).expect("a string")
-        );
-        self.blocking(move |inner| inner.read(&code)).await
+        self.blocking(move |inner| inner.read(&path)).await
     }
 }
 
@@ -146,7 +142,13 @@ impl ServerHandler for Mcp {
 /// user's variables are not touched.
 const LIST_FILES: &str = "exec(\"import os, json\\nout = []\\nfor root, dirs, files in os.walk('.'):\\n    for f in files:\\n        p = os.path.join(root, f)\\n        out.append([p[2:], os.path.getsize(p)])\\nprint(json.dumps(sorted(out)))\", {})";
 
-const READ_FILE: &str = "import base64, json\ndata = open(path, 'rb').read()\nkind = 'image/png' if data.startswith(b'\\x89PNG') else 'image/jpeg' if data.startswith(b'\\xff\\xd8') else None\nif kind is None:\n    try:\n        print(json.dumps({'text': data.decode('utf-8')}))\n    except UnicodeDecodeError:\n        kind = 'application/octet-stream'\nif kind is not None:\n    print(json.dumps({'mime': kind, 'base64': base64.b64encode(data).decode()}))";
+/// One piece of a file, base64 in JSON: small enough for the REPL's 64 KiB
+/// output capture. The host puts the pieces together and decides what the
+/// file is: nothing the workload says about it is taken.
+const READ_CHUNK: &str = "import base64, json, os\nwith open(path, 'rb') as f:\n    size = os.fstat(f.fileno()).st_size\n    f.seek(offset)\n    data = f.read(32768)\nprint(json.dumps({'size': size, 'base64': base64.b64encode(data).decode()}))";
+
+/// The largest file `read_file` returns.
+const MAX_READ: u64 = 8 << 20;
 
 impl Mcp {
     /// `f` on a blocking thread: sessions are plain pipes and processes.
@@ -290,30 +292,63 @@ impl Inner {
         }
     }
 
-    fn read(&self, code: &str) -> CallToolResult {
-        let v = match self.ask(code) {
-            Answer::Ok(v) if v["ok"] == true => v,
-            Answer::Ok(v) => {
-                let e = v["error"].as_str().unwrap_or("failed");
-                return error(e.trim_end().lines().last().unwrap_or(e).to_string());
+    fn read(&self, path: &str) -> CallToolResult {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let path_literal = serde_json::to_string(path).expect("a string");
+        let mut data = Vec::new();
+        loop {
+            let code = format!(
+                "exec({READ_CHUNK:?}, {{'path': {path_literal}, 'offset': {}}})",
+                data.len()
+            );
+            let v = match self.ask(&code) {
+                Answer::Ok(v) if v["ok"] == true => v,
+                Answer::Ok(v) => {
+                    let e = v["error"].as_str().unwrap_or("failed");
+                    return error(e.trim_end().lines().last().unwrap_or(e).to_string());
+                }
+                Answer::Failed(r) => return r,
+            };
+            let piece: Value =
+                serde_json::from_str(v["stdout"].as_str().unwrap_or_default()).unwrap_or_default();
+            let (Some(size), Some(chunk)) = (piece["size"].as_u64(), piece["base64"].as_str())
+            else {
+                return error("read_file: no answer".into());
+            };
+            if size > MAX_READ {
+                return error(format!(
+                    "read_file: {path} is {size} bytes, over the {MAX_READ} bytes read_file returns"
+                ));
             }
-            Answer::Failed(r) => return r,
+            let Ok(chunk) = b64.decode(chunk) else {
+                return error("read_file: no answer".into());
+            };
+            // A file that grows while it is read stops at the bound.
+            if chunk.is_empty() || data.len() + chunk.len() > MAX_READ as usize {
+                break;
+            }
+            data.extend_from_slice(&chunk);
+            if data.len() as u64 >= size {
+                break;
+            }
+        }
+        let image = if data.starts_with(b"\x89PNG\r\n\x1a\n") {
+            Some("image/png")
+        } else if data.starts_with(b"\xff\xd8\xff") {
+            Some("image/jpeg")
+        } else {
+            None
         };
-        let file: Value =
-            serde_json::from_str(v["stdout"].as_str().unwrap_or_default()).unwrap_or_default();
-        match (
-            file["text"].as_str(),
-            file["mime"].as_str(),
-            file["base64"].as_str(),
-        ) {
-            (Some(t), _, _) => CallToolResult::success(vec![ContentBlock::text(t)]),
-            (_, Some(m), Some(b)) if m.starts_with("image/") => {
-                CallToolResult::success(vec![ContentBlock::image(b, m)])
+        match (image, String::from_utf8(data)) {
+            (Some(mime), Err(e)) => {
+                CallToolResult::success(vec![ContentBlock::image(b64.encode(e.as_bytes()), mime)])
             }
-            (_, Some(m), Some(b)) => {
-                CallToolResult::success(vec![ContentBlock::text(format!("{m}, base64:\n{b}"))])
-            }
-            _ => error("read_file: no answer".into()),
+            (_, Ok(text)) => CallToolResult::success(vec![ContentBlock::text(text)]),
+            (None, Err(e)) => CallToolResult::success(vec![ContentBlock::text(format!(
+                "application/octet-stream, base64:\n{}",
+                b64.encode(e.as_bytes())
+            ))]),
         }
     }
 }
