@@ -30,6 +30,13 @@ const { openSession, SandboxUnavailableError, SessionEndedError } = require("run
     assert.strictEqual(err.outcome.reason, "rss-limit");
     return true;
   });
+  // A thread the code left running keeps the interpreter alive past EOF: close() has runsbx kill
+  // it after its grace period instead of waiting for it.
+  const started = Date.now();
+  const h = await openSession({ python: "/usr/bin/python3" });
+  assert.ok((await h.run("import threading, time\nthreading.Thread(target=lambda: time.sleep(1e9)).start()")).ok);
+  assert.strictEqual((await h.close()).reason, "signaled");
+  assert.ok(Date.now() - started < 30000);
   // Fail closed: an option the isolation cannot give, and no interpreter.
   await assert.rejects(
     openSession({ python: "/usr/bin/python3", isolation: "landlock", memory: "64M" }),

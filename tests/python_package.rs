@@ -82,7 +82,8 @@ fn the_wheel_installs_the_binary_and_the_api_whose_examples_run() {
         &mut python("import doctest, runsbx, sys; r = doctest.testmod(runsbx); print(r); sys.exit(1 if r.failed or not r.attempted else 0)"),
         "doctests",
     );
-    // Figures, the escapes, a limit ending a session, a setup error, the kernelspec.
+    // Figures, the escapes, a limit ending a session, a session a thread keeps
+    // alive, a setup error, the kernelspec.
     let checks = r#"
 import runsbx, json, os, tempfile
 with runsbx.Session(python="/usr/bin/python3") as s:
@@ -98,6 +99,13 @@ with runsbx.Session(python="/usr/bin/python3", rss_limit="200M") as s:
         raise SystemExit("no SessionEnded")
     except runsbx.SessionEnded as e:
         assert e.outcome.reason == "rss-limit", e.outcome
+# A thread the code left running keeps the interpreter alive past EOF: close()
+# has runsbx kill it after its grace period instead of waiting for it.
+import time
+t = time.monotonic()
+with runsbx.Session(python="/usr/bin/python3") as s:
+    assert s.run("import threading, time\nthreading.Thread(target=lambda: time.sleep(1e9)).start()").ok
+assert s.outcome.reason == "signaled" and time.monotonic() - t < 30, (s.outcome, time.monotonic() - t)
 try:
     runsbx.run("pass", python="/nonexistent")
     raise SystemExit("no SandboxError")

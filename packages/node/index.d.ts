@@ -55,7 +55,7 @@ export class Session {
   /** How it ended; `null` while it runs. */
   readonly outcome: Outcome | null;
   run(code: string): Promise<Answer>;
-  /** Ends the session (EOF to the interpreter) and resolves to its outcome. */
+  /** Ends the session (EOF to the interpreter; runsbx kills it if it still runs 2 s later) and resolves to its outcome. */
   close(): Promise<Outcome>;
 }
 

@@ -39,6 +39,16 @@ function lines(stream) {
     });
 }
 
+/** Milliseconds `close` lets the interpreter take to end after EOF before runsbx is told to kill it. */
+const CLOSE_GRACE_MS = 2000;
+
+/** Resolves to true if `promise` settles within `ms`, else to false. */
+function within(promise, ms) {
+  let timer;
+  const late = new Promise((resolve) => (timer = setTimeout(resolve, ms, false)));
+  return Promise.race([promise.then(() => true), late]).finally(() => clearTimeout(timer));
+}
+
 class Session {
   constructor(child, status, answers, pid, stderr) {
     this._child = child;
@@ -47,7 +57,23 @@ class Session {
     this._stderr = stderr;
     this.pid = pid;
     this.outcome = null;
-    this._exited = new Promise((resolve) => child.on("close", resolve));
+    this._closing = null;
+    // runsbx's exit, not "close": the streams may outlive it.
+    this._exited = new Promise((resolve) =>
+      child.exitCode !== null || child.signalCode !== null ? resolve() : child.on("exit", resolve),
+    );
+    // What runsbx writes to the status pipe, read as it comes: its exit event is the outcome.
+    this._exit = null;
+    this._statusDone = (async () => {
+      for (let l = await status(); l !== null; l = await status()) {
+        try {
+          const e = JSON.parse(l);
+          if (e.event === "exit") this._exit = e;
+        } catch {
+          // runsbx writes only JSON lines.
+        }
+      }
+    })();
   }
 
   async run(code) {
@@ -65,16 +91,33 @@ class Session {
     };
   }
 
-  async close() {
-    if (this.outcome) return this.outcome;
+  /**
+   * Ends the session: EOF to the interpreter, then, if it is still running CLOSE_GRACE_MS later (a
+   * thread the code started keeps it alive), SIGTERM to runsbx, which kills it and removes its
+   * working directory. Never waits longer.
+   */
+  close() {
+    if (!this._closing) this._closing = this._close();
+    return this._closing;
+  }
+
+  async _close() {
     this._child.stdin.end();
-    let exit = null;
-    for (let l = await this._status(); l !== null; l = await this._status()) {
-      const e = JSON.parse(l);
-      if (e.event === "exit") exit = e;
+    if (!(await within(this._exited, CLOSE_GRACE_MS))) {
+      this._child.kill("SIGTERM");
+      // runsbx itself stuck: the last resort.
+      if (!(await within(this._exited, 10000))) this._child.kill("SIGKILL");
+      await this._exited;
     }
-    await this._exited;
-    this.outcome = exit || { reason: "exited", status: this._child.exitCode, peak_rss_bytes: 0, wall_ms: 0 };
+    // runsbx has exited: what it wrote is in the pipe; nothing else may hold the close up.
+    await within(this._statusDone, 1000);
+    for (const s of this._child.stdio) if (s) s.destroy();
+    this.outcome = this._exit || {
+      reason: "exited",
+      status: this._child.exitCode ?? 128 + 9,
+      peak_rss_bytes: 0,
+      wall_ms: 0,
+    };
     return this.outcome;
   }
 }
@@ -93,6 +136,8 @@ async function openSession(options = {}) {
     stdio: ["pipe", "pipe", "pipe", "pipe"],
     env: { PATH: process.env.PATH || "/usr/bin:/bin", TMPDIR: process.env.TMPDIR || "/tmp", LANG: "C.UTF-8" },
   });
+  // A write to an interpreter that is gone (EPIPE) must not be an unhandled error event.
+  child.stdin.on("error", () => {});
   let stderr = "";
   child.stderr.on("data", (d) => {
     if (stderr.length < 65536) stderr += d;

@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sysconfig
 import tempfile
@@ -58,6 +59,12 @@ __all__ = [
     "install_kernelspec",
     "run",
 ]
+
+
+#: Seconds :meth:`Session.close` lets the interpreter take to end after EOF
+#: before runsbx is told to kill it.
+CLOSE_GRACE = 2.0
+_STATUS_LIMIT = 1 << 20
 
 
 class SandboxError(RuntimeError):
@@ -232,20 +239,42 @@ class Session:
             )
         finally:
             os.close(write)
-        self._status: IO[str] = os.fdopen(read)
+        self._status = read
+        self._status_buf = b""
         self._outcome: Optional[Outcome] = None
         self.pid: int = 0
-        for line in self._status:
-            event: Dict[str, Any] = json.loads(line)
+        while True:
+            event = self._status_event()
+            if event is None:
+                self._finish({})
+                raise SandboxError(f"runsbx exited {self._proc.returncode} before the session started")
             if event.get("event") == "start":
                 self.pid = int(event["pid"])
                 break
             if event.get("event") == "exit":
                 self._finish(event)
                 raise SandboxError(event.get("message") or "the sandbox did not start")
-        else:
-            self._finish({})
-            raise SandboxError(f"runsbx exited {self._proc.returncode} before the session started")
+
+    def _status_event(self) -> Optional[Dict[str, Any]]:
+        """The next event runsbx wrote to the status pipe; ``None`` at its
+        end, or when nothing is there once the pipe was made non-blocking."""
+        while True:
+            line, nl, rest = self._status_buf.partition(b"\n")
+            if nl:
+                self._status_buf = rest
+                if line.strip():
+                    event: Dict[str, Any] = json.loads(line)
+                    return event
+                continue
+            if len(self._status_buf) > _STATUS_LIMIT:
+                return None
+            try:
+                chunk = os.read(self._status, 65536)
+            except BlockingIOError:
+                return None
+            if not chunk:
+                return None
+            self._status_buf += chunk
 
     def run(self, code: str) -> Answer:
         """Runs ``code`` with the session's globals; raises
@@ -276,26 +305,47 @@ class Session:
         return self._outcome
 
     def close(self) -> Outcome:
-        """Ends the session (EOF to the interpreter) and returns its outcome."""
+        """Ends the session and returns its outcome: EOF to the interpreter,
+        then, if it is still running :data:`CLOSE_GRACE` seconds later (a
+        thread the code started keeps it alive), SIGTERM to runsbx, which
+        kills it and removes its working directory. Never waits longer."""
         if self._outcome is not None:
             return self._outcome
         if self._proc.stdin is not None:
             try:
                 self._proc.stdin.close()
-            except BrokenPipeError:
+            except OSError:
                 pass
-        exit_event: Dict[str, Any] = {}
-        for line in self._status:
-            event = json.loads(line)
-            if event.get("event") == "exit":
-                exit_event = event
-        return self._finish(exit_event)
+        return self._finish(None, CLOSE_GRACE)
 
-    def _finish(self, exit_event: Mapping[str, Any]) -> Outcome:
-        self._proc.wait()
-        self._status.close()
-        if self._proc.stdout is not None:
-            self._proc.stdout.close()
+    def _finish(self, exit_event: Optional[Mapping[str, Any]], grace: float = CLOSE_GRACE) -> Outcome:
+        try:
+            self._proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            self._proc.send_signal(signal.SIGTERM)
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # runsbx itself stuck: the last resort
+                self._proc.kill()
+                self._proc.wait()
+        if exit_event is None:
+            # runsbx has exited: what it wrote is in the pipe. Non-blocking, so
+            # that nothing else holding the pipe can make this wait.
+            exit_event = {}
+            os.set_blocking(self._status, False)
+            while True:
+                event = self._status_event()
+                if event is None:
+                    break
+                if event.get("event") == "exit":
+                    exit_event = event
+        os.close(self._status)
+        for stream in (self._proc.stdin, self._proc.stdout):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
         self._outcome = Outcome.from_json(exit_event or {"reason": "exited", "status": self._proc.returncode})
         return self._outcome
 
