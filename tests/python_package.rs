@@ -83,7 +83,7 @@ fn the_wheel_installs_the_binary_and_the_api_whose_examples_run() {
         "doctests",
     );
     // Figures, the escapes, a limit ending a session, a session a thread keeps
-    // alive, a setup error, the kernelspec.
+    // alive, output past the limits, a setup error, the kernelspec.
     let checks = r#"
 import runsbx, json, os, tempfile
 with runsbx.Session(python="/usr/bin/python3") as s:
@@ -106,6 +106,16 @@ t = time.monotonic()
 with runsbx.Session(python="/usr/bin/python3") as s:
     assert s.run("import threading, time\nthreading.Thread(target=lambda: time.sleep(1e9)).start()").ok
 assert s.outcome.reason == "signaled" and time.monotonic() - t < 30, (s.outcome, time.monotonic() - t)
+# Output without end: the session is ended at ANSWER_LIMIT, run() keeps OUTPUT_LIMIT.
+with runsbx.Session(python="/usr/bin/python3") as s:
+    try:
+        s.run("import os\nb = b'x' * (1 << 20)\nwhile True: os.write(3, b)")
+        raise SystemExit("no OutputLimitExceeded")
+    except runsbx.OutputLimitExceeded as e:
+        assert "output limit" in str(e), e
+    assert s.outcome is not None
+r = runsbx.run("import sys\nfor i in range(20): sys.stdout.write('x' * (1 << 20))", python="/usr/bin/python3")
+assert r.truncated and len(r.stdout) == runsbx.OUTPUT_LIMIT and r.outcome.reason == "exited", (r.truncated, len(r.stdout), r.outcome)
 try:
     runsbx.run("pass", python="/nonexistent")
     raise SystemExit("no SandboxError")

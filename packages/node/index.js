@@ -5,32 +5,71 @@
 
 const { spawn } = require("node:child_process");
 const path = require("node:path");
-const readline = require("node:readline");
 
 class SandboxUnavailableError extends Error {}
 
 class SessionEndedError extends Error {
-  constructor(outcome) {
-    super(`the session ended: ${outcome.reason}`);
+  constructor(outcome, why) {
+    super(`the session ended: ${why || outcome.reason}`);
     this.outcome = outcome;
   }
 }
+
+/** The interpreter sent an answer longer than ANSWER_LIMIT bytes; the session was ended. */
+class OutputLimitError extends SessionEndedError {}
+
+/** The longest answer line a session reads from the sandbox, in bytes. */
+const ANSWER_LIMIT = 16 << 20;
+const STATUS_LIMIT = 1 << 20;
+/** What `lines` gives for a line longer than its limit (then nothing more). */
+const TOO_LONG = Symbol("line too long");
 
 function binary() {
   return process.env.RUNSBX_BIN || path.join(__dirname, "bin", "runsbx");
 }
 
-/** Lines of a stream, one promise each. */
-function lines(stream) {
-  const rl = readline.createInterface({ input: stream });
+/**
+ * Lines of a stream, one promise each: a string, null at the end, or TOO_LONG once a line grows
+ * past `limit` bytes (the stream is then dropped). Never holds more than about `limit` bytes, and
+ * nothing the stream sends can make it throw.
+ */
+function lines(stream, limit) {
   const queue = [];
   const waiting = [];
   let ended = false;
-  rl.on("line", (l) => (waiting.length ? waiting.shift()(l) : queue.push(l)));
-  rl.on("close", () => {
+  let parts = [];
+  let size = 0;
+  const put = (l) => (waiting.length ? waiting.shift()(l) : queue.push(l));
+  const end = () => {
+    if (ended) return;
     ended = true;
+    parts = [];
     while (waiting.length) waiting.shift()(null);
+  };
+  stream.on("data", (chunk) => {
+    if (ended) return;
+    let start = 0;
+    for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+      if (size + nl - start > limit) break;
+      parts.push(chunk.subarray(start, nl));
+      put(Buffer.concat(parts).toString("utf8"));
+      parts = [];
+      size = 0;
+      start = nl + 1;
+    }
+    const rest = chunk.subarray(start);
+    if (size + rest.length > limit) {
+      put(TOO_LONG);
+      stream.destroy();
+      end();
+      return;
+    }
+    parts.push(rest);
+    size += rest.length;
   });
+  stream.on("error", end);
+  stream.on("close", end);
+  stream.on("end", end);
   return () =>
     new Promise((resolve) => {
       if (queue.length) resolve(queue.shift());
@@ -81,6 +120,10 @@ class Session {
     this._child.stdin.write(JSON.stringify({ code }) + "\n");
     const line = await this._answers();
     if (line === null) throw new SessionEndedError(await this.close());
+    if (line === TOO_LONG) {
+      const outcome = await this._kill();
+      throw new OutputLimitError(outcome, `output limit hit: an answer longer than ${ANSWER_LIMIT} bytes (ANSWER_LIMIT)`);
+    }
     const a = JSON.parse(line);
     return {
       ok: a.ok,
@@ -97,13 +140,19 @@ class Session {
    * working directory. Never waits longer.
    */
   close() {
-    if (!this._closing) this._closing = this._close();
+    if (!this._closing) this._closing = this._close(CLOSE_GRACE_MS);
     return this._closing;
   }
 
-  async _close() {
+  /** Ends the session now: runsbx kills the interpreter. */
+  _kill() {
+    if (!this._closing) this._closing = this._close(0);
+    return this._closing;
+  }
+
+  async _close(graceMs) {
     this._child.stdin.end();
-    if (!(await within(this._exited, CLOSE_GRACE_MS))) {
+    if (!(await within(this._exited, graceMs))) {
       this._child.kill("SIGTERM");
       // runsbx itself stuck: the last resort.
       if (!(await within(this._exited, 10000))) this._child.kill("SIGKILL");
@@ -147,17 +196,17 @@ async function openSession(options = {}) {
     child.on("error", (e) => reject(new SandboxUnavailableError(`runsbx: ${e.message}`)));
   });
   await spawned;
-  const status = lines(child.stdio[3]);
+  const status = lines(child.stdio[3], STATUS_LIMIT);
   // Fail closed: until runsbx says the workload started, nothing of the caller's ran; anything
   // else is the sandbox not being there.
   for (let l = await status(); ; l = await status()) {
-    if (l === null) {
+    if (l === null || l === TOO_LONG) {
       await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.on("close", resolve)));
       const why = stderr.split("\n").find((s) => s.startsWith("runsbx: error:")) || `runsbx exited ${child.exitCode}`;
       throw new SandboxUnavailableError(why);
     }
     const e = JSON.parse(l);
-    if (e.event === "start") return new Session(child, status, lines(child.stdout), e.pid, () => stderr);
+    if (e.event === "start") return new Session(child, status, lines(child.stdout, ANSWER_LIMIT), e.pid, () => stderr);
     if (e.event === "exit") {
       await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.on("close", resolve)));
       throw new SandboxUnavailableError(e.message || stderr.trim());
@@ -165,4 +214,13 @@ async function openSession(options = {}) {
   }
 }
 
-module.exports = { openSession, binary, Session, SandboxUnavailableError, SessionEndedError };
+module.exports = {
+  openSession,
+  binary,
+  Session,
+  SandboxUnavailableError,
+  SessionEndedError,
+  OutputLimitError,
+  ANSWER_LIMIT,
+  CLOSE_GRACE_MS,
+};

@@ -44,13 +44,18 @@ import signal
 import subprocess
 import sysconfig
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import IO, Any, Dict, List, Mapping, Optional, Sequence
 
 __all__ = [
+    "ANSWER_LIMIT",
     "Answer",
+    "CLOSE_GRACE",
+    "OUTPUT_LIMIT",
     "Outcome",
+    "OutputLimitExceeded",
     "Result",
     "SandboxError",
     "Session",
@@ -65,6 +70,13 @@ __all__ = [
 #: before runsbx is told to kill it.
 CLOSE_GRACE = 2.0
 _STATUS_LIMIT = 1 << 20
+#: The longest answer line a :class:`Session` reads from the sandbox (bytes);
+#: past it the session is ended and :meth:`Session.run` raises
+#: :class:`OutputLimitExceeded`.
+ANSWER_LIMIT = 16 << 20
+#: How much of each of stdout and stderr :func:`run` keeps (bytes); the rest
+#: is read and dropped, and :attr:`Result.truncated` says so.
+OUTPUT_LIMIT = 16 << 20
 
 
 class SandboxError(RuntimeError):
@@ -105,11 +117,14 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Result:
-    """What :func:`run` gives back."""
+    """What :func:`run` gives back. ``truncated``: stdout or stderr was
+    longer than :data:`OUTPUT_LIMIT` bytes and holds only its first
+    :data:`OUTPUT_LIMIT` bytes."""
 
     stdout: str
     stderr: str
     outcome: Outcome
+    truncated: bool = False
 
 
 @dataclass(frozen=True)
@@ -125,11 +140,47 @@ class Answer:
 
 
 class SessionEnded(RuntimeError):
-    """The session's interpreter ended (a limit, a crash) before it answered."""
+    """The session's interpreter ended (a limit, a crash) before it answered,
+    or the session was ended because of what it sent (see the subclasses)."""
 
-    def __init__(self, outcome: Outcome) -> None:
-        super().__init__(f"the session ended: {outcome.reason}")
+    def __init__(self, outcome: Outcome, why: Optional[str] = None) -> None:
+        super().__init__(f"the session ended: {why or outcome.reason}")
         self.outcome = outcome
+
+
+class OutputLimitExceeded(SessionEnded):
+    """The interpreter sent an answer longer than :data:`ANSWER_LIMIT` bytes;
+    the session was ended (runsbx killed the interpreter)."""
+
+
+class _Capped(threading.Thread):
+    """Reads a pipe to its end in the background, keeping its first
+    ``limit`` bytes and dropping the rest."""
+
+    def __init__(self, stream: IO[bytes], limit: int) -> None:
+        super().__init__(daemon=True)
+        self._fd = stream.fileno()
+        self.limit = limit
+        self.data = bytearray()
+        self.truncated = False
+        self.start()
+
+    def run(self) -> None:
+        try:
+            while True:
+                chunk = os.read(self._fd, 65536)
+                if not chunk:
+                    return
+                room = self.limit - len(self.data)
+                if len(chunk) > room:
+                    self.truncated = True
+                    chunk = chunk[: max(room, 0)]
+                self.data += chunk
+        except OSError:
+            return
+
+    def text(self) -> str:
+        return self.data.decode("utf-8", "replace")
 
 
 def binary() -> str:
@@ -187,21 +238,31 @@ def run(
     ``timeout`` (``"10s"``), ``rss_limit`` and ``memory`` (``"512M"``) are
     runsbx's limits; ``ro`` adds read-only paths, ``env`` variables;
     ``workdir`` keeps files (default: a private directory, removed after).
-    Raises :class:`SandboxError` only when runsbx could not run the code."""
+    stdout and stderr keep their first :data:`OUTPUT_LIMIT` bytes each
+    (``truncated`` says when more was cut). Raises :class:`SandboxError`
+    only when runsbx could not run the code."""
     with tempfile.TemporaryDirectory(prefix="runsbx-py-") as tmp:
         report = os.path.join(tmp, "report.json")
         argv = [binary(), "sandbox", "--report", report]
         argv += _flags(timeout, rss_limit, memory, ro, env, workdir)
         argv += ["--", python, "-c", code]
-        p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert p.stdout is not None and p.stderr is not None
+        out, err = _Capped(p.stdout, OUTPUT_LIMIT), _Capped(p.stderr, OUTPUT_LIMIT)
+        p.wait()
+        out.join()
+        err.join()
+        p.stdout.close()
+        p.stderr.close()
+        stdout, stderr = out.text(), err.text()
         try:
             with open(report) as f:
                 outcome = Outcome.from_json(json.load(f))
         except FileNotFoundError:
-            raise SandboxError(p.stderr.strip() or f"runsbx exited {p.returncode}") from None
+            raise SandboxError(stderr.strip() or f"runsbx exited {p.returncode}") from None
     if outcome.reason == "setup-failed":
-        raise SandboxError(outcome.message or p.stderr.strip())
-    return Result(stdout=p.stdout, stderr=p.stderr, outcome=outcome)
+        raise SandboxError(outcome.message or stderr.strip())
+    return Result(stdout=stdout, stderr=stderr, outcome=outcome, truncated=out.truncated or err.truncated)
 
 
 class Session:
@@ -235,7 +296,6 @@ class Session:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 pass_fds=(write,),
-                text=True,
             )
         finally:
             os.close(write)
@@ -278,16 +338,25 @@ class Session:
 
     def run(self, code: str) -> Answer:
         """Runs ``code`` with the session's globals; raises
-        :class:`SessionEnded` if the interpreter ended instead of answering."""
+        :class:`SessionEnded` if the interpreter ended instead of answering,
+        :class:`OutputLimitExceeded` (after ending the session) if its answer
+        was longer than :data:`ANSWER_LIMIT` bytes."""
+        if self._outcome is not None:
+            raise SessionEnded(self._outcome)
         assert self._proc.stdin is not None and self._proc.stdout is not None
         try:
-            self._proc.stdin.write(json.dumps({"code": code}) + "\n")
+            self._proc.stdin.write(json.dumps({"code": code}).encode() + b"\n")
             self._proc.stdin.flush()
-            line = self._proc.stdout.readline()
-        except BrokenPipeError:
-            line = ""
+            line = self._proc.stdout.readline(ANSWER_LIMIT + 1)
+        except (BrokenPipeError, ValueError):
+            line = b""
         if not line:
             raise SessionEnded(self.close())
+        if len(line) > ANSWER_LIMIT and not line.endswith(b"\n"):
+            outcome = self._kill()
+            raise OutputLimitExceeded(
+                outcome, f"output limit hit: an answer longer than {ANSWER_LIMIT} bytes (ANSWER_LIMIT)"
+            )
         a = json.loads(line)
         import base64
 
@@ -317,6 +386,12 @@ class Session:
             except OSError:
                 pass
         return self._finish(None, CLOSE_GRACE)
+
+    def _kill(self) -> Outcome:
+        """Ends the session now: runsbx kills the interpreter."""
+        if self._outcome is not None:
+            return self._outcome
+        return self._finish(None, 0)
 
     def _finish(self, exit_event: Optional[Mapping[str, Any]], grace: float = CLOSE_GRACE) -> Outcome:
         try:
