@@ -222,6 +222,19 @@ def _flags(
     return flags
 
 
+def _feed(stream: IO[bytes], data: bytes) -> None:
+    """Writes ``data`` to a pipe and closes it; a reader that is gone is fine."""
+    try:
+        stream.write(data)
+    except OSError:
+        pass
+    finally:
+        try:
+            stream.close()
+        except OSError:
+            pass
+
+
 def run(
     code: str,
     *,
@@ -233,7 +246,10 @@ def run(
     env: Optional[Mapping[str, str]] = None,
     workdir: Optional[str] = None,
 ) -> Result:
-    """Runs ``python -c code`` in a fresh sandbox and waits for it.
+    """Runs ``code`` as ``python``'s program in a fresh sandbox and waits
+    for it. The code goes to ``python -`` on its stdin, not on the command
+    line (which other local users can read in /proc, and which is limited
+    to 128 KiB); the program's stdin is at its end once it runs.
 
     ``timeout`` (``"10s"``), ``rss_limit`` and ``memory`` (``"512M"``) are
     runsbx's limits; ``ro`` adds read-only paths, ``env`` variables;
@@ -245,11 +261,17 @@ def run(
         report = os.path.join(tmp, "report.json")
         argv = [binary(), "sandbox", "--report", report]
         argv += _flags(timeout, rss_limit, memory, ro, env, workdir)
-        argv += ["--", python, "-c", code]
-        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        assert p.stdout is not None and p.stderr is not None
+        argv += ["--", python, "-"]
+        try:
+            p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except OSError as e:
+            raise SandboxError(f"runsbx: {e}") from None
+        assert p.stdin is not None and p.stdout is not None and p.stderr is not None
         out, err = _Capped(p.stdout, OUTPUT_LIMIT), _Capped(p.stderr, OUTPUT_LIMIT)
+        feed = threading.Thread(target=_feed, args=(p.stdin, code.encode("utf-8", "surrogateescape")), daemon=True)
+        feed.start()
         p.wait()
+        feed.join()
         out.join()
         err.join()
         p.stdout.close()
