@@ -59,6 +59,7 @@ __all__ = [
     "Result",
     "SandboxError",
     "Session",
+    "STDERR_LIMIT",
     "SessionEnded",
     "binary",
     "install_kernelspec",
@@ -70,6 +71,8 @@ __all__ = [
 #: before runsbx is told to kill it.
 CLOSE_GRACE = 2.0
 _STATUS_LIMIT = 1 << 20
+#: How much of a :class:`Session`'s stderr it keeps (bytes).
+STDERR_LIMIT = 64 << 10
 #: The longest answer line a :class:`Session` reads from the sandbox (bytes);
 #: past it the session is ended and :meth:`Session.run` raises
 #: :class:`OutputLimitExceeded`.
@@ -293,8 +296,10 @@ class Session:
 
     Use it as a context manager, or call :meth:`close`; the sandbox, its
     interpreter and its private working directory are gone after. The limits
-    are the session's: ``timeout`` counts from its start. runsbx's own
-    messages go to this process's stderr."""
+    are the session's: ``timeout`` counts from its start. The sandbox's
+    stderr (runsbx's own messages, and whatever the interpreter writes to
+    fd 2) is piped, not this process's: :attr:`stderr` keeps its first
+    :data:`STDERR_LIMIT` bytes."""
 
     def __init__(
         self,
@@ -317,10 +322,13 @@ class Session:
                 argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 pass_fds=(write,),
             )
         finally:
             os.close(write)
+        assert self._proc.stderr is not None
+        self._stderr = _Capped(self._proc.stderr, STDERR_LIMIT)
         self._status = read
         self._status_buf = b""
         self._outcome: Optional[Outcome] = None
@@ -329,13 +337,25 @@ class Session:
             event = self._status_event()
             if event is None:
                 self._finish({})
-                raise SandboxError(f"runsbx exited {self._proc.returncode} before the session started")
+                raise SandboxError(self._error() or f"runsbx exited {self._proc.returncode} before the session started")
             if event.get("event") == "start":
                 self.pid = int(event["pid"])
                 break
             if event.get("event") == "exit":
                 self._finish(event)
-                raise SandboxError(event.get("message") or "the sandbox did not start")
+                raise SandboxError(event.get("message") or self._error() or "the sandbox did not start")
+
+    def _error(self) -> Optional[str]:
+        """runsbx's one-line error on its stderr, if it wrote one."""
+        self._stderr.join(timeout=1)
+        lines = self.stderr.splitlines()
+        return next((line for line in lines if line.startswith("runsbx: error:")), None)
+
+    @property
+    def stderr(self) -> str:
+        """What the sandbox wrote to its stderr so far (runsbx's messages,
+        the interpreter's fd 2): the first :data:`STDERR_LIMIT` bytes."""
+        return self._stderr.text()
 
     def _status_event(self) -> Optional[Dict[str, Any]]:
         """The next event runsbx wrote to the status pipe; ``None`` at its
@@ -437,6 +457,7 @@ class Session:
                 if event.get("event") == "exit":
                     exit_event = event
         os.close(self._status)
+        self._stderr.join(timeout=1)
         for stream in (self._proc.stdin, self._proc.stdout):
             if stream is not None:
                 try:
