@@ -83,8 +83,8 @@ fn the_wheel_installs_the_binary_and_the_api_whose_examples_run() {
         "doctests",
     );
     // Figures, the escapes, a limit ending a session, a session a thread keeps
-    // alive, output past the limits, the session's stderr, code past 128 KiB,
-    // a setup error, the kernelspec.
+    // alive, output past the limits, isolation, the session's stderr, code past
+    // 128 KiB, a setup error, the kernelspec.
     let checks = r#"
 import runsbx, json, os, tempfile
 with runsbx.Session(python="/usr/bin/python3") as s:
@@ -117,6 +117,13 @@ with runsbx.Session(python="/usr/bin/python3") as s:
     assert s.outcome is not None
 r = runsbx.run("import sys\nfor i in range(20): sys.stdout.write('x' * (1 << 20))", python="/usr/bin/python3")
 assert r.truncated and len(r.stdout) == runsbx.OUTPUT_LIMIT and r.outcome.reason == "exited", (r.truncated, len(r.stdout), r.outcome)
+# isolation is --isolation: Landlock runs the code, and refuses what it cannot give.
+assert runsbx.run("print(1)", python="/usr/bin/python3", isolation="landlock").outcome.isolation == "landlock"
+try:
+    runsbx.Session(python="/usr/bin/python3", isolation="landlock", memory="64M")
+    raise SystemExit("no SandboxError")
+except runsbx.SandboxError as e:
+    assert "--memory needs the namespaces mode" in str(e), e
 # The session's stderr is a pipe of its own, not the caller's.
 with runsbx.Session(python="/usr/bin/python3") as s:
     assert s.run("import os\nos.write(2, b'to fd 2\\n')").ok

@@ -47,11 +47,12 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import IO, Any, Dict, List, Mapping, Optional, Sequence
+from typing import IO, Any, Dict, List, Literal, Mapping, Optional, Sequence
 
 __all__ = [
     "ANSWER_LIMIT",
     "Answer",
+    "Isolation",
     "CLOSE_GRACE",
     "OUTPUT_LIMIT",
     "Outcome",
@@ -201,7 +202,13 @@ def binary() -> str:
     return found
 
 
+#: ``runsbx sandbox --isolation``: ``auto`` (runsbx's default: namespaces
+#: where the host allows them, else Landlock), ``namespaces`` or ``landlock``.
+Isolation = Literal["auto", "namespaces", "landlock"]
+
+
 def _flags(
+    isolation: Optional[Isolation],
     timeout: Optional[str],
     rss_limit: Optional[str],
     memory: Optional[str],
@@ -210,6 +217,8 @@ def _flags(
     workdir: Optional[str],
 ) -> List[str]:
     flags: List[str] = []
+    if isolation is not None:
+        flags += ["--isolation", isolation]
     if timeout is not None:
         flags += ["--timeout", timeout]
     if rss_limit is not None:
@@ -242,6 +251,7 @@ def run(
     code: str,
     *,
     python: str = "python3",
+    isolation: Optional[Isolation] = None,
     timeout: Optional[str] = None,
     rss_limit: Optional[str] = None,
     memory: Optional[str] = None,
@@ -254,8 +264,10 @@ def run(
     line (which other local users can read in /proc, and which is limited
     to 128 KiB); the program's stdin is at its end once it runs.
 
-    ``timeout`` (``"10s"``), ``rss_limit`` and ``memory`` (``"512M"``) are
-    runsbx's limits; ``ro`` adds read-only paths, ``env`` variables;
+    ``isolation`` is ``runsbx sandbox --isolation`` (``auto``, runsbx's
+    default, ``namespaces`` or ``landlock``; an option the mode cannot give
+    is a :class:`SandboxError`). ``timeout`` (``"10s"``), ``rss_limit`` and
+    ``memory`` (``"512M"``) are runsbx's limits; ``ro`` adds read-only paths, ``env`` variables;
     ``workdir`` keeps files (default: a private directory, removed after).
     stdout and stderr keep their first :data:`OUTPUT_LIMIT` bytes each
     (``truncated`` says when more was cut). Raises :class:`SandboxError`
@@ -263,7 +275,7 @@ def run(
     with tempfile.TemporaryDirectory(prefix="runsbx-py-") as tmp:
         report = os.path.join(tmp, "report.json")
         argv = [binary(), "sandbox", "--report", report]
-        argv += _flags(timeout, rss_limit, memory, ro, env, workdir)
+        argv += _flags(isolation, timeout, rss_limit, memory, ro, env, workdir)
         argv += ["--", python, "-"]
         try:
             p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -296,7 +308,8 @@ class Session:
 
     Use it as a context manager, or call :meth:`close`; the sandbox, its
     interpreter and its private working directory are gone after. The limits
-    are the session's: ``timeout`` counts from its start. The sandbox's
+    are the session's: ``timeout`` counts from its start; ``isolation`` is
+    :func:`run`'s. The sandbox's
     stderr (runsbx's own messages, and whatever the interpreter writes to
     fd 2) is piped, not this process's: :attr:`stderr` keeps its first
     :data:`STDERR_LIMIT` bytes."""
@@ -305,6 +318,7 @@ class Session:
         self,
         python: str = "python3",
         *,
+        isolation: Optional[Isolation] = None,
         timeout: Optional[str] = None,
         rss_limit: Optional[str] = None,
         memory: Optional[str] = None,
@@ -315,7 +329,7 @@ class Session:
         env = {"MPLBACKEND": "Agg", **(env or {})}
         read, write = os.pipe()
         argv = [binary(), "sandbox", "--status-fd", str(write), "--ro", driver]
-        argv += _flags(timeout, rss_limit, memory, ro, env, None)
+        argv += _flags(isolation, timeout, rss_limit, memory, ro, env, None)
         argv += ["--", python, "-I", driver]
         try:
             self._proc = subprocess.Popen(
