@@ -45,6 +45,14 @@ const { openSession, OutputLimitError, SandboxUnavailableError, SessionEndedErro
     return true;
   });
   await assert.rejects(o.run("1"), SessionEndedError);
+  // A malformed answer (the workload writes fd 3) ends the session with a clear error.
+  const m = await openSession({ python: "/usr/bin/python3" });
+  await assert.rejects(m.run("import os\nos.write(3, b'{\"ok\": 1}\\n')"), (err) => {
+    assert.ok(err instanceof SessionEndedError);
+    assert.match(err.message, /malformed answer/);
+    return true;
+  });
+  assert.ok(m.outcome);
   // Fail closed: an option the isolation cannot give, and no interpreter.
   await assert.rejects(
     openSession({ python: "/usr/bin/python3", isolation: "landlock", memory: "64M" }),

@@ -63,7 +63,7 @@ export class Session {
   readonly pid: number;
   /** How it ended; `null` while it runs. */
   readonly outcome: Outcome | null;
-  /** Rejects with SessionEndedError if the interpreter ended, OutputLimitError past ANSWER_LIMIT. */
+  /** Rejects with SessionEndedError if the interpreter ended or sent a malformed answer, OutputLimitError past ANSWER_LIMIT. */
   run(code: string): Promise<Answer>;
   /** Ends the session (EOF to the interpreter; runsbx kills it if it still runs 2 s later) and resolves to its outcome. */
   close(): Promise<Outcome>;

@@ -88,6 +88,34 @@ function within(promise, ms) {
   return Promise.race([promise.then(() => true), late]).finally(() => clearTimeout(timer));
 }
 
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** An answer line as the REPL driver writes it, or what is wrong with it (the workload controls it). */
+function parseAnswer(line) {
+  let a;
+  try {
+    a = JSON.parse(line);
+  } catch (e) {
+    return `not JSON (${e.message.slice(0, 200)})`;
+  }
+  if (a === null || typeof a !== "object" || Array.isArray(a)) return "not a JSON object";
+  if (typeof a.ok !== "boolean" || typeof a.truncated !== "boolean") return "'ok' and 'truncated' must be booleans";
+  if (typeof a.stdout !== "string" || !(a.error === null || typeof a.error === "string")) {
+    return "'stdout' must be a string, 'error' a string or null";
+  }
+  const figures = a.figures === undefined ? [] : a.figures;
+  if (!Array.isArray(figures) || !figures.every((f) => typeof f === "string" && BASE64.test(f))) {
+    return "'figures' must be a list of base64 strings";
+  }
+  return {
+    ok: a.ok,
+    stdout: a.stdout,
+    error: a.error,
+    truncated: a.truncated,
+    figures: figures.map((f) => Buffer.from(f, "base64")),
+  };
+}
+
 class Session {
   constructor(child, status, answers, pid, stderr) {
     this._child = child;
@@ -124,14 +152,11 @@ class Session {
       const outcome = await this._kill();
       throw new OutputLimitError(outcome, `output limit hit: an answer longer than ${ANSWER_LIMIT} bytes (ANSWER_LIMIT)`);
     }
-    const a = JSON.parse(line);
-    return {
-      ok: a.ok,
-      stdout: a.stdout,
-      error: a.error,
-      truncated: a.truncated,
-      figures: (a.figures || []).map((f) => Buffer.from(f, "base64")),
-    };
+    const answer = parseAnswer(line);
+    if (typeof answer === "string") {
+      throw new SessionEndedError(await this._kill(), `malformed answer from the sandbox: ${answer}`);
+    }
+    return answer;
   }
 
   /**

@@ -302,6 +302,33 @@ def run(
     return Result(stdout=stdout, stderr=stderr, outcome=outcome, truncated=out.truncated or err.truncated)
 
 
+def _answer(line: bytes) -> Answer:
+    """An answer line as the REPL driver writes it; ValueError for anything
+    else (the workload controls the line)."""
+    import base64
+    import binascii
+
+    try:
+        a = json.loads(line)
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, UnicodeDecodeError, deep nesting
+        raise ValueError(f"not JSON ({e})") from None
+    if not isinstance(a, dict):
+        raise ValueError("not a JSON object")
+    ok, stdout, error, truncated = a.get("ok"), a.get("stdout"), a.get("error"), a.get("truncated")
+    figures = a.get("figures", [])
+    if not isinstance(ok, bool) or not isinstance(truncated, bool):
+        raise ValueError("'ok' and 'truncated' must be booleans")
+    if not isinstance(stdout, str) or not (error is None or isinstance(error, str)):
+        raise ValueError("'stdout' must be a string, 'error' a string or null")
+    if not isinstance(figures, list) or not all(isinstance(f, str) for f in figures):
+        raise ValueError("'figures' must be a list of strings")
+    try:
+        pngs = [base64.b64decode(f, validate=True) for f in figures]
+    except binascii.Error as e:
+        raise ValueError(f"a figure is not base64 ({e})") from None
+    return Answer(ok=ok, stdout=stdout, error=error, truncated=truncated, figures=pngs)
+
+
 class Session:
     """A sandboxed Python interpreter that keeps its state between
     :meth:`run` calls (runsbx's REPL driver under ``runsbx sandbox``).
@@ -396,7 +423,8 @@ class Session:
         """Runs ``code`` with the session's globals; raises
         :class:`SessionEnded` if the interpreter ended instead of answering,
         :class:`OutputLimitExceeded` (after ending the session) if its answer
-        was longer than :data:`ANSWER_LIMIT` bytes."""
+        was longer than :data:`ANSWER_LIMIT` bytes, :class:`SessionEnded`
+        (after ending it) if the answer was not the driver's JSON object."""
         if self._outcome is not None:
             raise SessionEnded(self._outcome)
         assert self._proc.stdin is not None and self._proc.stdout is not None
@@ -413,16 +441,10 @@ class Session:
             raise OutputLimitExceeded(
                 outcome, f"output limit hit: an answer longer than {ANSWER_LIMIT} bytes (ANSWER_LIMIT)"
             )
-        a = json.loads(line)
-        import base64
-
-        return Answer(
-            ok=bool(a["ok"]),
-            stdout=a["stdout"],
-            error=a["error"],
-            truncated=bool(a["truncated"]),
-            figures=[base64.b64decode(f) for f in a.get("figures", [])],
-        )
+        try:
+            return _answer(line)
+        except ValueError as e:
+            raise SessionEnded(self._kill(), f"malformed answer from the sandbox: {e}") from None
 
     @property
     def outcome(self) -> Optional[Outcome]:
