@@ -12,7 +12,7 @@ use crate::common::*;
 const SCRIPT: &str = r#"
 const assert = require("node:assert");
 const fs = require("node:fs");
-const { openSession, SandboxUnavailableError, SessionEndedError } = require("runsbx");
+const { openSession, OutputLimitError, SandboxUnavailableError, SessionEndedError } = require("runsbx");
 (async () => {
   const s = await openSession({ python: "/usr/bin/python3", rssLimit: "200M" });
   assert.match(fs.readlinkSync(`/proc/${s.pid}/exe`), /python3/);
@@ -30,6 +30,29 @@ const { openSession, SandboxUnavailableError, SessionEndedError } = require("run
     assert.strictEqual(err.outcome.reason, "rss-limit");
     return true;
   });
+  // A thread the code left running keeps the interpreter alive past EOF: close() has runsbx kill
+  // it after its grace period instead of waiting for it.
+  const started = Date.now();
+  const h = await openSession({ python: "/usr/bin/python3" });
+  assert.ok((await h.run("import threading, time\nthreading.Thread(target=lambda: time.sleep(1e9)).start()")).ok);
+  assert.strictEqual((await h.close()).reason, "signaled");
+  assert.ok(Date.now() - started < 30000);
+  // An answer without end: the session is ended at ANSWER_LIMIT, the host does not crash.
+  const o = await openSession({ python: "/usr/bin/python3" });
+  await assert.rejects(o.run("import os\nb = b'x' * (1 << 20)\nwhile True: os.write(3, b)"), (err) => {
+    assert.ok(err instanceof OutputLimitError && err instanceof SessionEndedError);
+    assert.match(err.message, /output limit/);
+    return true;
+  });
+  await assert.rejects(o.run("1"), SessionEndedError);
+  // A malformed answer (the workload writes fd 3) ends the session with a clear error.
+  const m = await openSession({ python: "/usr/bin/python3" });
+  await assert.rejects(m.run("import os\nos.write(3, b'{\"ok\": 1}\\n')"), (err) => {
+    assert.ok(err instanceof SessionEndedError);
+    assert.match(err.message, /malformed answer/);
+    return true;
+  });
+  assert.ok(m.outcome);
   // Fail closed: an option the isolation cannot give, and no interpreter.
   await assert.rejects(
     openSession({ python: "/usr/bin/python3", isolation: "landlock", memory: "64M" }),

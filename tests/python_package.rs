@@ -82,7 +82,9 @@ fn the_wheel_installs_the_binary_and_the_api_whose_examples_run() {
         &mut python("import doctest, runsbx, sys; r = doctest.testmod(runsbx); print(r); sys.exit(1 if r.failed or not r.attempted else 0)"),
         "doctests",
     );
-    // Figures, the escapes, a limit ending a session, a setup error, the kernelspec.
+    // Figures, the escapes, a limit ending a session, a session a thread keeps
+    // alive, output past the limits, a malformed answer, isolation, the session's
+    // stderr, code past 128 KiB, a setup error, the kernelspec.
     let checks = r#"
 import runsbx, json, os, tempfile
 with runsbx.Session(python="/usr/bin/python3") as s:
@@ -92,12 +94,44 @@ import sys
 with runsbx.Session(python="/usr/bin/python3") as s:
     escapes = s.run(sys.argv[1]).stdout
 print(escapes, end="")
-with runsbx.Session(python="/usr/bin/python3", rss_limit="200M") as s:
-    try:
-        s.run("b = b'x' * (400 << 20)")
-        raise SystemExit("no SessionEnded")
-    except runsbx.SessionEnded as e:
-        assert e.outcome.reason == "rss-limit", e.outcome
+def ends(code, error, words, **options):
+    """A session whose run(code) raises error, saying words, and is over."""
+    with runsbx.Session(python="/usr/bin/python3", **options) as s:
+        try:
+            s.run(code)
+        except error as e:
+            assert words in str(e) and s.outcome is not None, (e, s.outcome)
+            return e
+    raise SystemExit(f"no {error.__name__}: {s.outcome}")
+e = ends("b = b'x' * (400 << 20)", runsbx.SessionEnded, "rss-limit", rss_limit="200M")
+assert e.outcome.reason == "rss-limit", e.outcome
+# A thread the code left running keeps the interpreter alive past EOF: close()
+# has runsbx kill it after its grace period instead of waiting for it.
+import time
+t = time.monotonic()
+with runsbx.Session(python="/usr/bin/python3") as s:
+    assert s.run("import threading, time\nthreading.Thread(target=lambda: time.sleep(1e9)).start()").ok
+assert s.outcome.reason == "signaled" and time.monotonic() - t < 30, (s.outcome, time.monotonic() - t)
+# Output without end: the session is ended at ANSWER_LIMIT, run() keeps OUTPUT_LIMIT.
+ends("import os\nb = b'x' * (1 << 20)\nwhile True: os.write(3, b)", runsbx.OutputLimitExceeded, "output limit")
+r = runsbx.run("import sys\nfor i in range(20): sys.stdout.write('x' * (1 << 20))", python="/usr/bin/python3")
+assert r.truncated and len(r.stdout) == runsbx.OUTPUT_LIMIT and r.outcome.reason == "exited", (r.truncated, len(r.stdout), r.outcome)
+# A malformed answer (the workload writes fd 3) ends the session with a clear error.
+ends("import os\nos.write(3, b'{\"ok\": 1}\\n')", runsbx.SessionEnded, "malformed answer")
+# isolation is --isolation: Landlock runs the code, and refuses what it cannot give.
+assert runsbx.run("print(1)", python="/usr/bin/python3", isolation="landlock").outcome.isolation == "landlock"
+try:
+    runsbx.Session(python="/usr/bin/python3", isolation="landlock", memory="64M")
+    raise SystemExit("no SandboxError")
+except runsbx.SandboxError as e:
+    assert "--memory needs the namespaces mode" in str(e), e
+# The session's stderr is a pipe of its own, not the caller's.
+with runsbx.Session(python="/usr/bin/python3") as s:
+    assert s.run("import os\nos.write(2, b'to fd 2\\n')").ok
+assert "to fd 2" in s.stderr, s.stderr
+# The code is not on a command line: past 128 KiB, and not in /proc/PID/cmdline.
+r = runsbx.run("x = 1\n" * 100000 + "print(open('/proc/self/cmdline', 'rb').read().split(b'\\0')[1:])", python="/usr/bin/python3")
+assert r.stdout == "[b'-', b'']\n", r
 try:
     runsbx.run("pass", python="/nonexistent")
     raise SystemExit("no SandboxError")

@@ -48,14 +48,24 @@ export class SessionEndedError extends Error {
   outcome: Outcome;
 }
 
+/** An answer was longer than ANSWER_LIMIT bytes: the session was ended (runsbx killed the interpreter). */
+export class OutputLimitError extends SessionEndedError {}
+
+/** The longest answer a session reads from the sandbox, in bytes (16 MiB). */
+export const ANSWER_LIMIT: number;
+
+/** Milliseconds `close` lets the interpreter take to end after EOF before runsbx kills it (2000). */
+export const CLOSE_GRACE_MS: number;
+
 /** A sandboxed Python REPL: state persists between `run` calls. */
 export class Session {
   /** The interpreter's own host PID (poll its RSS in /proc/PID/status). */
   readonly pid: number;
   /** How it ended; `null` while it runs. */
   readonly outcome: Outcome | null;
+  /** Rejects with SessionEndedError if the interpreter ended or sent a malformed answer, OutputLimitError past ANSWER_LIMIT. */
   run(code: string): Promise<Answer>;
-  /** Ends the session (EOF to the interpreter) and resolves to its outcome. */
+  /** Ends the session (EOF to the interpreter; runsbx kills it if it still runs 2 s later) and resolves to its outcome. */
   close(): Promise<Outcome>;
 }
 
