@@ -284,9 +284,17 @@ impl Inner {
     /// A helper's printed output (`LIST_FILES`) as the result.
     fn run_quiet(&self, code: &str) -> CallToolResult {
         match self.ask(code) {
-            Answer::Ok(v) if v["ok"] == true => CallToolResult::success(vec![ContentBlock::text(
-                v["stdout"].as_str().unwrap_or_default().trim_end(),
-            )]),
+            Answer::Ok(v) if v["ok"] == true => {
+                let mut out = v["stdout"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .trim_end()
+                    .to_string();
+                if v["truncated"] == true {
+                    out.push_str("\n(cut at the REPL's 64 KiB output capture)");
+                }
+                CallToolResult::success(vec![ContentBlock::text(out)])
+            }
             Answer::Ok(v) => error(v["error"].as_str().unwrap_or("failed").to_string()),
             Answer::Failed(r) => r,
         }
