@@ -751,7 +751,7 @@ fn capabilities_from_the_spec_reach_exec_like_runc() {
 }
 
 /// An ambient capability not in the inheritable set cannot be raised: runc
-/// skips it (1.2 with a warning, which runsbx gives) and runs the rest.
+/// skips it and runs the rest, silently (Debian's 1.1; 1.2 warns).
 #[test]
 fn an_ambient_capability_that_cannot_be_raised_is_skipped_like_runc() {
     let env = Env::new();
@@ -766,9 +766,5 @@ fn an_ambient_capability_that_cannot_be_raised_is_skipped_like_runc() {
     let want = "CapInh:\t0000000000000020\nCapPrm:\t0000000000000021\nCapEff:\t0000000000000021\n\
                 CapBnd:\t0000000000000021\nCapAmb:\t0000000000000020\n";
     let stderr = run_both_print(&env, &b, "amb", want);
-    assert!(
-        stderr[0].contains("can't raise ambient capability CAP_CHOWN: "),
-        "runsbx: {}",
-        stderr[0]
-    );
+    assert!(!stderr[0].contains("ambient"), "runsbx: {}", stderr[0]);
 }

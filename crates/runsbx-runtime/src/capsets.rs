@@ -148,10 +148,15 @@ impl Plan {
         !self.keep_setpcap && !self.keep_chown && self.ambient_out.is_empty()
     }
 
-    /// runc 1.2's warning for each ambient capability left out.
+    /// Each ambient capability left out, at debug level: silent as runc 1.1
+    /// (and Debian's runc) is. runc 1.2 warns, but `runsbx spec` writes
+    /// runc 1.1's default, which lists three ambient capabilities and no
+    /// inheritable set: a warning would open every run of it, and the
+    /// tools that read a container's first line of output (runc's own
+    /// suite among them) would read the warning.
     pub fn warn(&self) {
         for cap in &self.ambient_out {
-            tracing::warn!(
+            tracing::debug!(
                 "can't raise ambient capability {cap}: not in both the permitted and the \
                  inheritable set; left out"
             );
