@@ -26,7 +26,10 @@ fn main() {
         net: false,
     };
     match runsbx_bundle::generate(&d, &o) {
-        Ok(v) => println!("{}", serde_json::to_string_pretty(&v).unwrap()),
+        Ok(c) => println!(
+            "{}",
+            serde_json::to_string_pretty(&c.to_json().unwrap()).unwrap()
+        ),
         Err(e) => {
             eprintln!("generate: {e}");
             std::process::exit(1);

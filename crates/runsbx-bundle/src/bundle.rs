@@ -5,8 +5,8 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
 use oci_spec::runtime::Mount;
-use serde_json::Value;
 
+use crate::config::SandboxConfig;
 use crate::error::BundleError;
 use crate::generate::ROOTFS;
 
@@ -14,7 +14,7 @@ use crate::generate::ROOTFS;
 /// (0755) with the mount points and the user database (see
 /// [`crate::userdb`]), and `dir/config.json` (0644). Refuses a non-empty
 /// directory rather than mixing a new config with old files.
-pub fn write_bundle(dir: &Path, config: &Value) -> Result<(), BundleError> {
+pub fn write_bundle(dir: &Path, config: &SandboxConfig) -> Result<(), BundleError> {
     let bad = |reason: String| BundleError::Bundle {
         path: dir.to_path_buf(),
         reason,
@@ -38,18 +38,15 @@ pub fn write_bundle(dir: &Path, config: &Value) -> Result<(), BundleError> {
         .mode(0o755)
         .create(dir.join(ROOTFS))
         .map_err(|e| bad(format!("{ROOTFS}: {e}")))?;
-    let mounts: Vec<Mount> = match config.get("mounts") {
-        Some(m) => serde_json::from_value(m.clone()).map_err(|e| bad(format!("mounts: {e}")))?,
-        None => Vec::new(),
-    };
-    make_mountpoints(&dir.join(ROOTFS), &mounts).map_err(bad)?;
-    for (path, text) in crate::userdb::user_db(config) {
+    let mounts = config.mounts();
+    make_mountpoints(&dir.join(ROOTFS), mounts).map_err(bad)?;
+    for (path, text) in crate::userdb::user_db(config.spec()) {
         // A bind the operator asked for (`--ro /etc/passwd`) is shown instead.
         if !mounts.iter().any(|m| m.destination() == Path::new(path)) {
             write_new(&dir.join(ROOTFS), path, text.as_bytes()).map_err(bad)?;
         }
     }
-    let mut text = serde_json::to_vec_pretty(config).map_err(|e| bad(e.to_string()))?;
+    let mut text = serde_json::to_vec_pretty(&config.to_json()?).map_err(|e| bad(e.to_string()))?;
     text.push(b'\n');
     std::fs::OpenOptions::new()
         .write(true)
@@ -124,13 +121,19 @@ pub fn make_mountpoints(rootfs: &Path, mounts: &[Mount]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
     use std::os::unix::fs::PermissionsExt;
+
+    fn config(mut v: Value) -> SandboxConfig {
+        v["ociVersion"] = "1.0.2".into();
+        SandboxConfig::new(serde_json::from_value(v).unwrap(), None)
+    }
 
     #[test]
     fn writes_rootfs_and_config() {
         let t = tempfile::tempdir().unwrap();
         let dir = t.path().join("b/nested");
-        write_bundle(&dir, &serde_json::json!({"ociVersion": "1.0.2"})).unwrap();
+        write_bundle(&dir, &config(serde_json::json!({}))).unwrap();
         let root = std::fs::metadata(dir.join("rootfs")).unwrap();
         assert!(root.is_dir());
         assert_eq!(std::fs::read_dir(dir.join("rootfs")).unwrap().count(), 0);
@@ -147,11 +150,11 @@ mod tests {
         let host_file = t.path().join("host-group");
         std::fs::write(&host_file, b"staff:x:50:\n").unwrap();
         let dir = t.path().join("b");
-        let config = serde_json::json!({
+        let config = config(serde_json::json!({
             "process": {"user": {"uid": 0, "gid": 0}, "cwd": "/w"},
             "mounts": [{"destination": "/etc/group", "type": "bind",
                         "source": host_file, "options": ["bind", "ro"]}],
-        });
+        }));
         write_bundle(&dir, &config).unwrap();
         let rootfs = dir.join("rootfs");
         let passwd = std::fs::read_to_string(rootfs.join("etc/passwd")).unwrap();
@@ -166,7 +169,7 @@ mod tests {
     fn refuses_a_non_empty_dir() {
         let t = tempfile::tempdir().unwrap();
         std::fs::write(t.path().join("x"), b"").unwrap();
-        let e = write_bundle(t.path(), &serde_json::json!({}))
+        let e = write_bundle(t.path(), &config(serde_json::json!({})))
             .unwrap_err()
             .to_string();
         assert!(e.ends_with("exists and is not empty"), "{e}");

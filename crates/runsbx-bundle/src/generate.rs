@@ -29,12 +29,14 @@ use std::path::{Path, PathBuf};
 
 use oci_spec::runtime::{
     Capabilities, LinuxBuilder, LinuxCapabilitiesBuilder, LinuxDeviceBuilder, LinuxDeviceType,
-    LinuxIdMappingBuilder, LinuxNamespaceBuilder, LinuxNamespaceType, MountBuilder,
+    LinuxIdMappingBuilder, LinuxNamespaceBuilder, LinuxNamespaceType, LinuxSeccomp, MountBuilder,
     PosixRlimitBuilder, PosixRlimitType, ProcessBuilder, RootBuilder, Spec, SpecBuilder,
     UserBuilder,
 };
+use runsbx_policy::landlock::LandlockPolicy;
 use serde_json::Value;
 
+use crate::config::SandboxConfig;
 use crate::discover::Discovery;
 use crate::error::BundleError;
 
@@ -108,9 +110,9 @@ pub struct GenerateOptions {
     /// (name, soft, hard); merged over [`DEFAULT_RLIMITS`] by [`merge_rlimits`].
     pub rlimits: Vec<(String, u64, u64)>,
     /// `linux.seccomp`, inserted verbatim.
-    pub seccomp: Option<Value>,
+    pub seccomp: Option<LinuxSeccomp>,
     /// `process.landlock`, inserted verbatim.
-    pub landlock: Option<Value>,
+    pub landlock: Option<LandlockPolicy>,
     /// `false`: a new, empty network namespace. `true`: the host's network.
     pub net: bool,
 }
@@ -227,22 +229,17 @@ pub fn merge_rlimits(
     Ok(m.into_iter().map(|(n, (s, h))| (n, s, h)).collect())
 }
 
-/// The full `config.json` for running `d` under `o`: an oci_spec [`Spec`],
-/// serialized, with `process.landlock` (runsbx's own field, which oci_spec
-/// has no type for) and `linux.seccomp` inserted verbatim.
-pub fn generate(d: &Discovery, o: &GenerateOptions) -> Result<Value, BundleError> {
-    let spec = spec(d, o)?;
-    let mut config = serde_json::to_value(&spec).map_err(|e| bad_spec(e.to_string()))?;
-    if let Some(l) = &o.landlock {
-        config["process"]["landlock"] = l.clone();
+/// The full config for running `d` under `o`, with `o`'s seccomp profile
+/// and Landlock policy inserted verbatim.
+pub fn generate(d: &Discovery, o: &GenerateOptions) -> Result<SandboxConfig, BundleError> {
+    let mut spec = spec(d, o)?;
+    if let Some(linux) = spec.linux_mut() {
+        linux.set_seccomp(o.seccomp.clone());
     }
-    if let Some(s) = &o.seccomp {
-        config["linux"]["seccomp"] = s.clone();
-    }
-    Ok(config)
+    Ok(SandboxConfig::new(spec, o.landlock.clone()))
 }
 
-fn bad_spec(reason: String) -> BundleError {
+pub(crate) fn bad_spec(reason: String) -> BundleError {
     BundleError::Bundle {
         path: PathBuf::from("config.json"),
         reason,

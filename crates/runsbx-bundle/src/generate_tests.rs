@@ -8,10 +8,18 @@ fn opts(workdir: &Path) -> GenerateOptions {
         env: vec![("HOME".into(), workdir.to_string_lossy().into_owned())],
         host_ids: (1000, 1000),
         rlimits: vec![],
-        seccomp: Some(json!({"defaultAction": "SCMP_ACT_ERRNO", "syscalls": []})),
-        landlock: Some(json!({"marker": true})),
+        seccomp: Some(
+            serde_json::from_value(json!({"defaultAction": "SCMP_ACT_ERRNO", "syscalls": []}))
+                .unwrap(),
+        ),
+        landlock: Some(marker()),
         net: false,
     }
+}
+
+/// A policy the tests look for in the output.
+fn marker() -> LandlockPolicy {
+    LandlockPolicy::sandbox(&[PathBuf::from("/marker")], &[])
 }
 
 fn discovered() -> Discovery {
@@ -23,7 +31,7 @@ fn config_is_a_valid_oci_spec_with_the_sandbox_shape() {
     let t = tempfile::tempdir().unwrap();
     let wd = t.path().canonicalize().unwrap();
     let d = discovered();
-    let v = generate(&d, &opts(&wd)).unwrap();
+    let v = generate(&d, &opts(&wd)).unwrap().to_json().unwrap();
 
     // It parses as an OCI spec with the runtime's own types.
     let spec: oci_spec::runtime::Spec = serde_json::from_value(v.clone()).unwrap();
@@ -51,7 +59,7 @@ fn config_is_a_valid_oci_spec_with_the_sandbox_shape() {
         json!([{"type": "RLIMIT_CORE", "soft": 0, "hard": 0},
                {"type": "RLIMIT_NOFILE", "soft": 1024, "hard": 1024}])
     );
-    assert_eq!(p["landlock"], json!({"marker": true}));
+    assert_eq!(p["landlock"], marker().to_json());
     assert_eq!(v["linux"]["seccomp"]["defaultAction"], "SCMP_ACT_ERRNO");
 
     let ns: Vec<&str> = v["linux"]["namespaces"]
@@ -105,10 +113,13 @@ fn config_is_a_valid_oci_spec_with_the_sandbox_shape() {
 /// to in init.
 #[test]
 fn every_procfs_path_landlock_grants_is_pinned() {
-    use runsbx_policy::landlock::{LandlockPolicy, PROC_SELF, PROC_SELF_PIN, PROC_SELF_RESOLVED};
+    use runsbx_policy::landlock::{PROC_SELF, PROC_SELF_PIN, PROC_SELF_RESOLVED};
     let t = tempfile::tempdir().unwrap();
     let wd = t.path().canonicalize().unwrap();
-    let v = generate(&discovered(), &opts(&wd)).unwrap();
+    let v = generate(&discovered(), &opts(&wd))
+        .unwrap()
+        .to_json()
+        .unwrap();
     let pinned: Vec<&str> = v["linux"]["readonlyPaths"]
         .as_array()
         .unwrap()
@@ -150,7 +161,7 @@ fn mounts_are_proc_dev_ro_binds_then_the_workdir() {
     let t = tempfile::tempdir().unwrap();
     let wd = t.path().canonicalize().unwrap();
     let d = discovered();
-    let v = generate(&d, &opts(&wd)).unwrap();
+    let v = generate(&d, &opts(&wd)).unwrap().to_json().unwrap();
     let mounts = v["mounts"].as_array().unwrap();
     let dests: Vec<&str> = mounts
         .iter()
@@ -184,7 +195,7 @@ fn host_network_drops_only_the_network_namespace() {
     o.net = true;
     o.seccomp = None;
     o.landlock = None;
-    let v = generate(&discovered(), &o).unwrap();
+    let v = generate(&discovered(), &o).unwrap().to_json().unwrap();
     let ns = v["linux"]["namespaces"].as_array().unwrap();
     assert_eq!(ns.len(), 6);
     assert!(!ns.contains(&json!({"type": "network"})));

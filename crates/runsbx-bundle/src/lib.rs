@@ -4,8 +4,9 @@
 //! - [`discover`] reads the host: the command's real path, its loader and
 //!   libraries, a script's interpreter, a Python's `sys.path`, `--ro` paths.
 //! - [`generate`] turns those facts and the options (workdir, environment,
-//!   ids, rlimits, the seccomp and Landlock policies as JSON values) into a
-//!   `config.json`; [`write_bundle`] puts it on disk next to an empty rootfs.
+//!   ids, rlimits, the seccomp and Landlock policies) into a typed
+//!   [`SandboxConfig`]; [`write_bundle`] puts it on disk as `config.json`
+//!   next to an empty rootfs.
 //!
 //! The seccomp profile and Landlock policy are inputs: this crate inserts them
 //! verbatim and enforces neither.
@@ -13,6 +14,7 @@
 
 mod bundle;
 mod cache;
+mod config;
 pub mod discover;
 mod elf;
 mod env;
@@ -26,6 +28,7 @@ mod userdb;
 
 pub use bundle::{make_mountpoints, write_bundle};
 pub use cache::discover_cached;
+pub use config::SandboxConfig;
 pub use discover::{discover, discover_in, Discovery, PythonInfo};
 pub use env::{parse_env_flag, scrub_env, DEFAULT_PATH, ENV_ALLOWLIST};
 pub use error::BundleError;

@@ -8,7 +8,7 @@
 //! `compat [NOTFOUND=return] files`, and both read `/etc/passwd` and
 //! `/etc/group`. The entries are made from the config alone (its user, its
 //! HOME or cwd): nothing of the host's database is shown.
-use serde_json::Value;
+use oci_spec::runtime::Spec;
 
 /// The files written, as container paths. Landlock grants reading them.
 pub const USER_DB: &[&str] = &["/etc/passwd", "/etc/group"];
@@ -32,25 +32,21 @@ fn field(text: &str) -> Option<&str> {
 
 /// `(container path, contents)` of [`USER_DB`] for `config`: the process's
 /// uid and gid, home its `HOME` (else its cwd, else `/`). Empty when the
-/// config has no `process.user`.
-pub fn user_db(config: &Value) -> Vec<(&'static str, String)> {
-    let process = &config["process"];
-    let (Some(uid), Some(gid)) = (
-        process["user"]["uid"].as_u64(),
-        process["user"]["gid"].as_u64(),
-    ) else {
+/// config has no `process`.
+pub fn user_db(spec: &Spec) -> Vec<(&'static str, String)> {
+    let Some(process) = spec.process() else {
         return Vec::new();
     };
-    let home_env = process["env"]
-        .as_array()
-        .into_iter()
+    let (uid, gid) = (process.user().uid() as u64, process.user().gid() as u64);
+    let home_env = process
+        .env()
+        .iter()
         .flatten()
-        .filter_map(Value::as_str)
         .filter_map(|e| e.strip_prefix("HOME="))
         .next_back();
     let home = home_env
         .into_iter()
-        .chain(process["cwd"].as_str())
+        .chain(process.cwd().to_str())
         .filter(|h| h.starts_with('/'))
         .find_map(field)
         .unwrap_or("/");
@@ -69,8 +65,14 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn config(env: &[&str], cwd: &str) -> Value {
-        json!({"process": {"user": {"uid": 0, "gid": 0}, "env": env, "cwd": cwd}})
+    fn spec(v: serde_json::Value) -> Spec {
+        let mut v = v;
+        v["ociVersion"] = "1.0.2".into();
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn config(env: &[&str], cwd: &str) -> Spec {
+        spec(json!({"process": {"user": {"uid": 0, "gid": 0}, "env": env, "cwd": cwd}}))
     }
 
     #[test]
@@ -106,9 +108,11 @@ mod tests {
 
     #[test]
     fn other_ids_are_named_sandbox_and_no_user_means_no_files() {
-        let db = user_db(&json!({"process": {"user": {"uid": 1000, "gid": 100}, "cwd": "/"}}));
+        let db = user_db(&spec(
+            json!({"process": {"user": {"uid": 1000, "gid": 100}, "cwd": "/"}}),
+        ));
         assert_eq!(db[0].1, "sandbox:x:1000:100:sandbox:/:/usr/sbin/nologin\n");
         assert_eq!(db[1].1, "sandbox:x:100:\n");
-        assert!(user_db(&json!({"ociVersion": "1.0.2"})).is_empty());
+        assert!(user_db(&spec(json!({}))).is_empty());
     }
 }

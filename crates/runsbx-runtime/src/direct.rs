@@ -24,11 +24,11 @@ use libcontainer::oci_spec::runtime::Spec;
 use libcontainer::syscall::syscall::SyscallType;
 use libcontainer::workload::Executor;
 use nix::unistd::Pid;
-use runsbx_policy::landlock::LandlockDefault;
+use runsbx_policy::landlock::{LandlockDefault, LandlockPolicy};
 
 use crate::error::{Result, RuntimeError};
 use crate::executor::SandboxExecutor;
-use crate::spec::{Bundle, SandboxPolicy};
+use crate::spec::SandboxPolicy;
 
 fn refuse(m: &str) -> RuntimeError {
     RuntimeError::Direct(m.to_string())
@@ -54,17 +54,17 @@ pub fn available() -> Result<()> {
 /// its PID once it has exec'd. Fails closed when the config lacks either
 /// layer or runsbx holds capabilities.
 pub fn spawn(
-    bundle: &Bundle,
+    spec: &Spec,
+    landlock: Option<LandlockPolicy>,
     operator: &LandlockDefault,
     stdio: Option<[OwnedFd; 3]>,
 ) -> Result<Pid> {
     available()?;
-    let policy = SandboxPolicy::from_bundle(bundle, operator)?;
+    let policy = SandboxPolicy::new(spec, landlock, operator)?;
     let seccomp = policy.compile_seccomp()?;
     if seccomp.is_none() || policy.landlock.is_empty() {
         return Err(refuse("the config has no seccomp profile or no Landlock policy, which this mode relies on alone"));
     }
-    let spec = bundle.spec.clone();
     // child() checks the parent itself (no pid namespace: getppid works),
     // so no parent pidfd.
     let executor = SandboxExecutor {
@@ -72,7 +72,7 @@ pub fn spawn(
         ..SandboxExecutor::new(seccomp, policy.landlock)
     };
     let parent = nix::unistd::getpid();
-    let spawned = crate::sys::spawn::spawn(|| child(parent, &spec, &executor, stdio.as_ref()));
+    let spawned = crate::sys::spawn::spawn(|| child(parent, spec, &executor, stdio.as_ref()));
     // The parent's copies go now: a pipe on stdout then ends with the child.
     drop(stdio);
     spawned.map_err(RuntimeError::Init)

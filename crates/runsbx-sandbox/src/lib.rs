@@ -25,13 +25,13 @@
 //! };
 //! let prepared = prepare(&req, None).unwrap();
 //! // CMD resolved to its real path: /usr/bin/true where /bin is a link.
-//! let exe = prepared.config["process"]["args"][0].as_str().unwrap();
+//! let exe = &prepared.config.args()[0];
 //! assert_eq!(std::path::Path::new(exe), std::fs::canonicalize("/bin/true").unwrap());
 //! // The private workdir the config names is removed when `prepared` goes.
-//! let workdir = prepared.config["process"]["cwd"].as_str().unwrap().to_string();
-//! assert!(std::path::Path::new(&workdir).is_dir());
+//! let workdir = prepared.config.cwd().to_path_buf();
+//! assert!(workdir.is_dir());
 //! drop(prepared);
-//! assert!(!std::path::Path::new(&workdir).exists());
+//! assert!(!workdir.exists());
 //! ```
 //!
 //! Running one (as root, or as a user with user namespaces; from a sealed
@@ -175,8 +175,10 @@ pub fn run(rt: &Runtime, sandbox: Sandbox, mut sup: Supervision) -> Result<Outco
         let Prepared {
             config, workdir, ..
         } = prepare(&req, Some(&cache))?;
+        let (spec, landlock) = config.into_parts();
         let run = Direct {
-            config,
+            spec,
+            landlock,
             pid_file: sandbox.pid_file,
         };
         let outcome = supervise::direct(rt, run, sup)?;
@@ -214,9 +216,7 @@ pub fn run(rt: &Runtime, sandbox: Sandbox, mut sup: Supervision) -> Result<Outco
     stage::add_resources(&mut config, sandbox.memory.as_deref(), sandbox.pids_limit)?;
     sup.relay = match &connection {
         Some(c) => {
-            let dir = config["process"]["cwd"]
-                .as_str()
-                .ok_or_else(|| SandboxError::Message("generated cwd: not a string".into()))?;
+            let dir = config.cwd();
             let system = |p: &Path| {
                 runsbx_bundle::discover::SYSTEM_DIRS
                     .iter()
@@ -227,10 +227,7 @@ pub fn run(rt: &Runtime, sandbox: Sandbox, mut sup: Supervision) -> Result<Outco
                 .filter(|p| !system(p))
                 .cloned()
                 .collect();
-            Some(
-                jupyter::stage(c, Path::new(dir), &ro)
-                    .map_err(|e| SandboxError::from(e).flag("--jupyter"))?,
-            )
+            Some(jupyter::stage(c, dir, &ro).map_err(|e| SandboxError::from(e).flag("--jupyter"))?)
         }
         None => None,
     };

@@ -248,9 +248,9 @@ pub fn check_direct(rt: &Runtime, probe: Option<&Path>) -> Result<Verdict> {
         command,
         ..Default::default()
     };
-    let config = prepare(&req, None)?.config;
+    let (spec, landlock) = prepare(&req, None)?.config.into_parts();
     let (read_end, stdio) = captured_stdio()?;
-    let pid = supervise::spawn(rt, config, Some(stdio))?;
+    let pid = supervise::spawn(rt, &spec, landlock, Some(stdio))?;
     let mut output = String::new();
     let read = fs::File::from(read_end).read_to_string(&mut output);
     use nix::sys::wait::{waitpid, WaitStatus};

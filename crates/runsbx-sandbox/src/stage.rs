@@ -7,11 +7,10 @@ use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use libcontainer::oci_spec::runtime::Mount;
 use runsbx_bundle::{
     discover, discover_cached, generate, host_ids, make_mountpoints, merge_rlimits, parse_env_flag,
-    parse_rlimit_flag, scrub_env, write_bundle, Discovery, GenerateOptions, SandboxRequest,
-    DEFAULT_PATH, NOBODY, USER_DB,
+    parse_rlimit_flag, scrub_env, write_bundle, Discovery, GenerateOptions, SandboxConfig,
+    SandboxRequest, DEFAULT_PATH, NOBODY, USER_DB,
 };
 use runsbx_policy::egress;
 use runsbx_policy::landlock::LandlockPolicy;
@@ -60,15 +59,15 @@ pub fn make_traversable(dir: &Path) -> Result<()> {
         .map_err(|e| SandboxError::step(format!("chmod {}", dir.display()), e))
 }
 
-/// A generated config.json, what discovery found for it, and the private
+/// A generated config, what discovery found for it, and the private
 /// workdir it refers to (kept alive by the caller).
 pub struct Prepared {
-    pub config: serde_json::Value,
+    pub config: SandboxConfig,
     pub workdir: Option<PrivateDir>,
     pub discovery: Discovery,
 }
 
-/// The generated config.json for `req`; `cache`: discovery's cache directory.
+/// The generated config for `req`; `cache`: discovery's cache directory.
 pub fn prepare(req: &SandboxRequest, cache: Option<&Path>) -> Result<Prepared> {
     // Before discovery, which writes its cache in the state root.
     if let (Some(w), Some(root)) = (&req.workdir, &req.state_root) {
@@ -147,8 +146,8 @@ pub fn prepare(req: &SandboxRequest, cache: Option<&Path>) -> Result<Prepared> {
         env,
         host_ids: ids,
         rlimits,
-        seccomp: Some(serde_json::to_value(seccomp)?),
-        landlock: Some(landlock.to_json()),
+        seccomp: Some(seccomp),
+        landlock: Some(landlock),
         net: false,
     };
     Ok(Prepared {
@@ -179,15 +178,15 @@ fn outside_state_root(workdir: &Path, root: &Path) -> Result<()> {
 
 /// `--memory` / `--pids-limit`: cgroup limits in linux.resources.
 pub fn add_resources(
-    config: &mut serde_json::Value,
+    config: &mut SandboxConfig,
     memory: Option<&str>,
     pids: Option<i64>,
 ) -> Result<()> {
     if let Some(m) = memory {
         let bytes = runsbx_runtime::guard::parse_size(m)
+            .and_then(|b| i64::try_from(b).ok())
             .ok_or_else(|| SandboxError::Message(format!("--memory {m:?}: not a size")))?;
-        config["linux"]["resources"]["memory"] =
-            serde_json::json!({ "limit": bytes, "swap": bytes });
+        config.limit_memory(bytes)?;
     }
     if let Some(n) = pids {
         if n < 1 {
@@ -195,7 +194,7 @@ pub fn add_resources(
                 "--pids-limit {n}: must be at least 1"
             )));
         }
-        config["linux"]["resources"]["pids"] = serde_json::json!({ "limit": n });
+        config.limit_pids(n)?;
     }
     Ok(())
 }
@@ -222,7 +221,7 @@ impl Materialized {
 /// bundle lives on a tmpfs in runsbx's own mount namespace and its
 /// read-only binds are made by runsbx (see premount.rs): the workload's
 /// unprivileged root could not reach sources under /root.
-pub fn materialize(mut config: serde_json::Value) -> Result<Materialized> {
+pub fn materialize(mut config: SandboxConfig) -> Result<Materialized> {
     let bundle = private_dir("runsbx-bundle-", None)?;
     make_traversable(&bundle.0)?;
     if !nix::unistd::geteuid().is_root() {
@@ -231,7 +230,7 @@ pub fn materialize(mut config: serde_json::Value) -> Result<Materialized> {
     }
     let scratch = premount::scratch(&bundle.0)?;
     readonly_devices()?;
-    let premounted = take_readonly_binds(&mut config)?;
+    let premounted = config.take_mounts(runsbx_runtime::spec::facts::is_readonly_bind);
     write_bundle(&bundle.0, &config)?;
     let rootfs = bundle.0.join("rootfs");
     make_mountpoints(&rootfs, &premounted).map_err(SandboxError::Message)?;
@@ -269,55 +268,48 @@ fn readonly_devices() -> Result<()> {
     Ok(())
 }
 
-/// Removes the read-only bind mounts from the config and returns them.
-pub fn take_readonly_binds(config: &mut serde_json::Value) -> Result<Vec<Mount>> {
-    if !config["mounts"].is_array() {
-        return Ok(Vec::new());
-    }
-    let mounts: Vec<Mount> = serde_json::from_value(config["mounts"].take())?;
-    let (ro, rest): (Vec<_>, Vec<_>) = mounts
-        .into_iter()
-        .partition(runsbx_runtime::spec::facts::is_readonly_bind);
-    config["mounts"] = serde_json::to_value(rest)?;
-    Ok(ro)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
+    fn config(v: serde_json::Value) -> SandboxConfig {
+        let mut v = v;
+        v["ociVersion"] = "1.0.2".into();
+        SandboxConfig::new(serde_json::from_value(v).unwrap(), None)
+    }
+
     #[test]
     fn readonly_binds_are_taken_and_the_rest_kept_in_order() {
-        let mut config = json!({"mounts": [
+        let mut config = config(json!({"mounts": [
             {"destination": "/proc", "type": "proc", "source": "proc"},
             {"destination": "/usr", "type": "bind", "source": "/usr", "options": ["bind", "ro"]},
             {"destination": "/w", "type": "bind", "source": "/w", "options": ["bind", "rw"]},
             {"destination": "/lib", "type": "bind", "source": "/lib", "options": ["ro", "nosuid"]},
             {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["ro"]},
-        ]});
-        let taken = take_readonly_binds(&mut config).unwrap();
+        ]}));
+        let taken = config.take_mounts(runsbx_runtime::spec::facts::is_readonly_bind);
         let sources: Vec<_> = taken.iter().map(|m| m.source().clone().unwrap()).collect();
         assert_eq!(sources, [PathBuf::from("/usr"), PathBuf::from("/lib")]);
-        let left: Vec<_> = config["mounts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["destination"].as_str().unwrap())
-            .collect();
-        assert_eq!(left, ["/proc", "/w", "/dev"]);
-        assert!(take_readonly_binds(&mut json!({})).unwrap().is_empty());
+        let left: Vec<_> = config.mounts().iter().map(|m| m.destination()).collect();
+        assert_eq!(
+            left,
+            [Path::new("/proc"), Path::new("/w"), Path::new("/dev")]
+        );
     }
 
     #[test]
     fn resources_are_checked_and_set() {
-        let mut config = json!({"linux": {}});
-        add_resources(&mut config, Some("64M"), Some(2)).unwrap();
+        let mut c = config(json!({"linux": {}}));
+        add_resources(&mut c, Some("64M"), Some(2)).unwrap();
         assert_eq!(
-            config["linux"]["resources"],
+            c.to_json().unwrap()["linux"]["resources"],
             json!({"memory": {"limit": 64 << 20, "swap": 64 << 20}, "pids": {"limit": 2}})
         );
-        let e = |m, p| add_resources(&mut json!({}), m, p).unwrap_err().to_string();
+        let e = |m, p| {
+            let mut c = config(json!({}));
+            add_resources(&mut c, m, p).unwrap_err().to_string()
+        };
         assert_eq!(e(Some("0"), None), r#"--memory "0": not a size"#);
         assert_eq!(e(Some("lots"), None), r#"--memory "lots": not a size"#);
         assert_eq!(e(None, Some(0)), "--pids-limit 0: must be at least 1");

@@ -328,13 +328,18 @@ impl SandboxPolicy {
     /// a profile that fails to compile stops the container here, before
     /// anything exists (libcontainer without libseccomp would ignore it).
     pub fn from_bundle(bundle: &Bundle, operator: &LandlockDefault) -> Result<Self> {
-        let seccomp = bundle
-            .spec
-            .linux()
-            .as_ref()
-            .and_then(|l| l.seccomp().clone());
         let own = landlock::from_config(&bundle.raw)?;
-        let landlock = operator.layers(&bundle.spec, own);
+        Self::new(&bundle.spec, own, operator)
+    }
+
+    /// Both layers for `spec`, whose own Landlock policy is `own`.
+    pub fn new(
+        spec: &Spec,
+        own: Option<LandlockPolicy>,
+        operator: &LandlockDefault,
+    ) -> Result<Self> {
+        let seccomp = spec.linux().as_ref().and_then(|l| l.seccomp().clone());
+        let landlock = operator.layers(spec, own);
         // The kernel's ABI is checked here, on the host, so that a policy it
         // cannot honour fails before any state exists. Init checks again.
         for layer in &landlock {

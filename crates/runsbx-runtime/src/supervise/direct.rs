@@ -2,8 +2,10 @@ use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use libcontainer::oci_spec::runtime::Spec;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
+use runsbx_policy::landlock::LandlockPolicy;
 
 use super::posture::{check_posture, without_namespaces};
 use super::stdio::StdioFlags;
@@ -15,21 +17,26 @@ use crate::Runtime;
 /// A generated config's process run without a container (`sandbox
 /// --no-userns`, see crate::direct for what that does and does not hold).
 pub struct Direct {
-    pub config: serde_json::Value,
+    pub spec: Spec,
+    /// The config's `process.landlock`.
+    pub landlock: Option<LandlockPolicy>,
     pub pid_file: Option<PathBuf>,
 }
 
 /// Runs a generated config's process without a container; `stdio`
 /// replaces runsbx's own.
-pub fn spawn(rt: &Runtime, config: serde_json::Value, stdio: Option<[OwnedFd; 3]>) -> Result<Pid> {
-    let spec = serde_json::from_value(config.clone())
-        .map_err(|e| SuperviseError::step("generated config", e))?;
-    let bundle = crate::spec::Bundle {
-        dir: std::env::temp_dir(),
-        raw: config,
+pub fn spawn(
+    rt: &Runtime,
+    spec: &Spec,
+    landlock: Option<LandlockPolicy>,
+    stdio: Option<[OwnedFd; 3]>,
+) -> Result<Pid> {
+    Ok(crate::direct::spawn(
         spec,
-    };
-    Ok(crate::direct::spawn(&bundle, &rt.landlock_default, stdio)?)
+        landlock,
+        &rt.landlock_default,
+        stdio,
+    )?)
 }
 
 /// Spawns `d`, checks its posture (`sup.posture`, less what needs
@@ -38,7 +45,7 @@ pub fn spawn(rt: &Runtime, config: serde_json::Value, stdio: Option<[OwnedFd; 3]
 pub fn direct(rt: &Runtime, d: Direct, mut sup: Supervision) -> Result<Outcome> {
     let started_at = Instant::now();
     let _stdio = StdioFlags::save();
-    let pid = match spawn(rt, d.config, None) {
+    let pid = match spawn(rt, &d.spec, d.landlock, None) {
         Ok(pid) => pid,
         Err(e) => return Err(sup.setup_failed(e, started_at)),
     };

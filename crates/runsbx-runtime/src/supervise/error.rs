@@ -42,13 +42,6 @@ pub enum SuperviseError {
         #[source]
         source: std::io::Error,
     },
-    /// A failed step, with what it was doing (`chown DIR`, `pipe`, ...).
-    #[error("{context}")]
-    Step {
-        context: String,
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
     /// A refusal or failure that is its own one-line message (a relative
     /// `--workdir`, a `--bundle` without root.path, a mount point ...).
     #[error("{0}")]
@@ -58,18 +51,6 @@ pub enum SuperviseError {
 impl From<RuntimeError> for SuperviseError {
     fn from(e: RuntimeError) -> Self {
         Self::Runtime(Box::new(e))
-    }
-}
-
-impl SuperviseError {
-    pub(crate) fn step(
-        context: impl Into<String>,
-        source: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
-        Self::Step {
-            context: context.into(),
-            source: Box::new(source),
-        }
     }
 }
 
