@@ -30,14 +30,12 @@ pub enum RuntimeError {
     #[error(transparent)]
     Landlock(#[from] LandlockError),
     #[error(transparent)]
-    Rootless(#[from] crate::rootless::RootlessError),
+    Rootless(#[from] RootlessError),
     /// A prestart or createRuntime hook failed (hooks.rs).
     #[error(transparent)]
     Hook(#[from] crate::hooks::HookError),
     #[error(transparent)]
     Console(#[from] crate::console::ConsoleError),
-    #[error(transparent)]
-    Executable(#[from] crate::explain::ExecutableError),
     /// An error raised by the container's init just before exec, carried back
     /// by the report channel (or, for `--no-userns`, by the spawned child).
     #[error("{0}")]
@@ -107,6 +105,37 @@ pub enum RuntimeError {
 }
 
 pub type Result<T> = std::result::Result<T, RuntimeError>;
+
+/// Why rootless runsbx could not enter, join or use its shim.
+#[derive(Debug, thiserror::Error)]
+pub enum RootlessError {
+    /// The kernel refused the user namespace ([`crate::rootless::refusal`] says why).
+    #[error("{0}")]
+    Refused(String),
+    /// A later step of entering the shim failed; `hint` names a likely LSM.
+    #[error("rootless: user namespace: {what}: {}{hint}", .errno.desc())]
+    Step {
+        what: &'static str,
+        errno: nix::errno::Errno,
+        hint: String,
+    },
+    /// The container's recorded cgroup is not usable.
+    #[error("rootless: cgroup: {0}")]
+    Cgroup(crate::delegation::DelegationError),
+    #[error(
+        "rootless: the container's user namespace was not made by a rootless runsbx of uid {uid}; \
+         exec it as the user that created it"
+    )]
+    NotOurs { uid: u32 },
+    /// `exec` as root could not join the container's user namespace.
+    #[error("exec: {what}: {}; not running", .errno.desc())]
+    Join {
+        what: &'static str,
+        errno: nix::errno::Errno,
+    },
+    #[error("rootless: not in runsbx's user namespace (internal error); not running")]
+    NotInShim,
+}
 
 impl RuntimeError {
     pub fn io(context: impl Into<String>, err: std::io::Error) -> Self {

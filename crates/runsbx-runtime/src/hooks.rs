@@ -36,6 +36,9 @@ use std::time::{Duration, Instant};
 use libcontainer::oci_spec::runtime::{Hook, Spec};
 use serde::{Deserialize, Serialize};
 
+/// The runtime-spec version `state` and the hooks report.
+pub(crate) const OCI_VERSION: &str = "1.0.2";
+
 /// The hooks of a spec runsbx runs itself, after create; kept in the
 /// container's runsbx.json for `start` and `delete`.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
@@ -274,7 +277,7 @@ impl StartHooks {
             return None;
         }
         let state = State {
-            oci_version: crate::container::OCI_VERSION,
+            oci_version: OCI_VERSION,
             id,
             status: "created",
             pid: None,

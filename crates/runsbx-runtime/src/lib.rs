@@ -49,6 +49,6 @@ pub use error::{Result, RuntimeError};
 // What the binary needs of the unsafe layer, and no more of it: the sealed
 // re-exec (CVE-2019-5736), SIGPIPE's default action, a pidfd sent over a
 // socket (`--pidfd-socket`).
+pub use container::PidfdSocket;
 pub use sys::fds::default_sigpipe;
-pub use sys::pidfd::PidfdSocket;
 pub use sys::sealed_exe::{is_sealed, reexec_sealed};

@@ -15,7 +15,7 @@ use super::{check_parent_dir, validate_id, CreateOptions, Owned, Runtime};
 use crate::cgroup::{bundle_cgroup_path, kill_cgroup_path, needs_no_cgroup, verify_cgroup_free};
 use crate::error::{Result, RuntimeError};
 use crate::executor::SandboxExecutor;
-use crate::report::PendingReport;
+use crate::report::{PendingReport, ReportReader};
 use crate::spec::{Bundle, SandboxPolicy};
 
 /// What `create` decided before it touched the state root.
@@ -49,14 +49,10 @@ struct Plan {
 }
 
 impl Runtime {
-    pub fn create(&self, opts: CreateOptions) -> Result<Container> {
-        self.create_owned(opts).map(|o| o.container)
-    }
-
-    /// `create` for the process that goes on to start, wait for and delete
-    /// the container (a foreground `run`): it keeps what it made, so start
-    /// and delete need not find it again by id.
-    pub fn create_owned(&self, opts: CreateOptions) -> Result<Owned> {
+    /// Creates a container; the handle keeps what was made, so that a
+    /// process that goes on to start, wait for and delete it (a foreground
+    /// `run`) need not find it again by id.
+    pub fn create(&self, opts: CreateOptions) -> Result<Owned> {
         let mut plan = self.plan(&opts)?;
         let process = plan.bundle.spec.process().as_ref();
         super::set_oom_score_adj(
@@ -97,14 +93,15 @@ impl Runtime {
         // Init sent the pty master before it reported ready.
         let master = console.map(|c| c.receive()).transpose();
         let recorded = master.map_err(RuntimeError::from).and_then(|m| {
-            let starttime = self.record(&opts.id, &mut plan, &container, report, &dir)?;
-            Ok((m, starttime))
+            let (starttime, report) = self.record(&opts.id, &mut plan, &container, report, &dir)?;
+            Ok((m, starttime, report))
         });
         match recorded {
-            Ok((console, starttime)) => Ok(Owned {
+            Ok((console, starttime, report)) => Ok(Owned {
                 container,
                 console,
                 starttime,
+                report,
                 cgroup_free: plan.cgroup_free,
                 poststart: crate::hooks::Later::of(&plan.bundle.spec)
                     .map(|l| l.poststart)
@@ -143,7 +140,9 @@ impl Runtime {
         // the container needs a cgroup for delete --force to find it.
         let parent = match opts.die_with_parent {
             true => crate::sys::pidfd::open_self()
-                .inspect_err(|e| tracing::debug!("{e}; init cannot check on runsbx"))
+                .inspect_err(|e| {
+                    tracing::debug!("pidfd_open(self): {e}; init cannot check on runsbx")
+                })
                 .ok(),
             false => None,
         };
@@ -343,7 +342,8 @@ impl Runtime {
     }
 
     /// After the fork: the cgroup-free check, the report channel and
-    /// runsbx.json. Returns init's start time.
+    /// runsbx.json. Returns init's start time and, for a foreground create,
+    /// the report's read end.
     fn record(
         &self,
         id: &str,
@@ -351,7 +351,7 @@ impl Runtime {
         container: &Container,
         report: PendingReport,
         dir: &Path,
-    ) -> Result<Option<u64>> {
+    ) -> Result<(Option<u64>, Option<ReportReader>)> {
         if plan.cgroup_free {
             let pid = container.pid().map(|p| p.as_raw()).unwrap_or(0);
             if let Err(e) = verify_cgroup_free(pid) {
@@ -372,12 +372,7 @@ impl Runtime {
                 crate::cgroup::disable_oom_killer(&plan.bundle.spec, pid.as_raw())?;
             }
         }
-        if let Some(reader) = report.commit(dir)? {
-            self.reports
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(id.to_string(), reader);
-        }
+        let reader = report.commit(dir)?;
         let rootless = plan.rootless;
         let sidecar = Sidecar {
             starttime: container.pid().and_then(|p| proc_starttime(p.as_raw())),
@@ -398,7 +393,7 @@ impl Runtime {
             ),
         };
         write_sidecar(dir, &sidecar)?;
-        Ok(sidecar.starttime)
+        Ok((sidecar.starttime, reader))
     }
 
     fn build_init(

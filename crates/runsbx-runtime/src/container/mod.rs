@@ -10,11 +10,14 @@ mod exec;
 mod kill;
 mod lock;
 mod orphans;
+mod pidfd_socket;
 mod process;
 mod sidecar;
 mod start;
 mod state;
 mod update;
+
+pub use pidfd_socket::PidfdSocket;
 
 use std::fs;
 use std::os::fd::OwnedFd;
@@ -37,7 +40,6 @@ impl Runtime {
             root,
             systemd_cgroup,
             landlock_default,
-            reports: Default::default(),
         }
     }
 
@@ -158,9 +160,6 @@ pub struct Runtime {
     /// The operator's Landlock layer for every container (`--landlock-default`
     /// or /etc/runsbx/config.json).
     pub landlock_default: LandlockDefault,
-    /// Report read ends of containers this process created to start itself
-    /// (foreground `create`: a pipe, see report.rs), by id.
-    reports: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, ReportReader>>>,
 }
 
 #[derive(Debug, Default)]
@@ -225,7 +224,7 @@ pub struct Executed {
     pub console: Option<OwnedFd>,
 }
 
-/// A container as its creating process holds it (`Runtime::create_owned`).
+/// A container as its creating process holds it (`Runtime::create`).
 pub struct Owned {
     pub container: Container,
     /// The pty master of a foreground run with a terminal (console/), for
@@ -237,6 +236,9 @@ pub struct Owned {
     cgroup_free: bool,
     /// Its poststart hooks (runsbx.json has them too), for `start_owned`.
     poststart: Vec<libcontainer::oci_spec::runtime::Hook>,
+    /// The report's read end of a foreground create (a pipe, report.rs);
+    /// otherwise `start` opens the FIFO in the state dir.
+    report: Option<ReportReader>,
 }
 
 /// The runtime-spec state of a container, with runc's extra fields.
@@ -281,8 +283,7 @@ pub fn validate_id(id: &str) -> Result<()> {
     Ok(())
 }
 
-/// The runtime-spec version `state` and the hooks report.
-pub(crate) const OCI_VERSION: &str = "1.0.2";
+pub(crate) use crate::hooks::OCI_VERSION;
 
 /// The state a hook of `c` is given, with `status`; a pid unless stopped.
 fn hook_state<'a>(c: &'a Container, status: &'a str) -> crate::hooks::State<'a> {

@@ -28,23 +28,24 @@ impl Runtime {
         }
         require(&c, "start", "created", |s| s == ContainerStatus::Created)?;
         let poststart = read_hooks(&self.dir(id)).poststart;
-        self.start_loaded(&mut c, &poststart)
+        self.start_loaded(&mut c, &poststart, None)
     }
 
     /// `start` of the container this process just created: its poststart
     /// hooks are the ones it recorded, not read back.
     pub fn start_owned(&self, o: &mut Owned) -> Result<()> {
         let poststart = std::mem::take(&mut o.poststart);
-        self.start_loaded(&mut o.container, &poststart)
+        let report = o.report.take();
+        self.start_loaded(&mut o.container, &poststart, report)
     }
 
-    fn start_loaded(&self, c: &mut Container, poststart: &[Hook]) -> Result<()> {
+    fn start_loaded(
+        &self,
+        c: &mut Container,
+        poststart: &[Hook],
+        kept: Option<ReportReader>,
+    ) -> Result<()> {
         let id = c.id().to_string();
-        let kept = self
-            .reports
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id);
         let reader = match kept {
             Some(r) => Some(r),
             None => ReportReader::open(&self.dir(&id))?,

@@ -13,16 +13,15 @@ use crate::error::{Result, RuntimeError};
 use crate::spec::Bundle;
 
 impl Runtime {
-    /// Whether the kernel OOM-killed something in the container's memory
-    /// cgroup (see [`crate::cgroup::oom_killed`]).
-    pub fn oom_killed(&self, id: &str) -> bool {
-        self.load(id).is_ok_and(|c| crate::cgroup::oom_killed(&c))
-    }
-
-    /// `oom_killed` of the container this process created: one without a
-    /// cgroup has no OOM record to read.
+    /// Whether the kernel OOM-killed something in the memory cgroup of the
+    /// container this process created (see [`crate::cgroup::oom_killed`]):
+    /// one without a cgroup has no OOM record to read.
     pub fn oom_killed_owned(&self, o: &Owned) -> bool {
-        !o.cgroup_free && self.still_owned(o) && self.oom_killed(o.container.id())
+        !o.cgroup_free
+            && self.still_owned(o)
+            && self
+                .load(o.container.id())
+                .is_ok_and(|c| crate::cgroup::oom_killed(&c))
     }
 
     pub fn state(&self, id: &str) -> Result<StateView> {

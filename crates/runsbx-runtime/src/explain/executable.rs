@@ -7,7 +7,7 @@ use std::path::{Component, Path, PathBuf};
 use libcontainer::oci_spec::runtime::Mount;
 
 use super::Executable;
-use crate::error::Result;
+
 use crate::spec::facts::is_bind;
 use crate::spec::Bundle;
 
@@ -130,7 +130,7 @@ pub enum ExecutableError {
 /// cwd), other names are searched in the container's `PATH`. A missing or
 /// non-executable file is an error with init's message; a path the host
 /// cannot see into (under a tmpfs or proc mount) is not checked.
-pub fn find_executable(bundle: &Bundle) -> Result<Executable> {
+pub fn find_executable(bundle: &Bundle) -> Result<Executable, ExecutableError> {
     let spec = &bundle.spec;
     let process = spec.process().as_ref().expect("checked in Bundle::load");
     let args = process.args().clone().unwrap_or_default();
@@ -169,8 +169,7 @@ pub fn find_executable(bundle: &Bundle) -> Result<Executable> {
             return Err(ExecutableError::Io {
                 path: shown,
                 err: e,
-            }
-            .into())
+            })
         }
     };
     let meta = match std::fs::metadata(&host) {
@@ -179,15 +178,14 @@ pub fn find_executable(bundle: &Bundle) -> Result<Executable> {
             return Err(ExecutableError::Io {
                 path: shown,
                 err: e,
-            }
-            .into())
+            })
         }
     };
     if !meta.is_file() {
-        return Err(ExecutableError::NotRegular(shown).into());
+        return Err(ExecutableError::NotRegular(shown));
     }
     if meta.permissions().mode() & 0o111 == 0 {
-        return Err(ExecutableError::NotExecutable(shown).into());
+        return Err(ExecutableError::NotExecutable(shown));
     }
     Ok(Executable::Found {
         path: container_path,

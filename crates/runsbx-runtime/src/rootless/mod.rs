@@ -38,36 +38,7 @@ mod view;
 pub use check::{check_exec_user, check_spec};
 pub use view::{rootless_config, ConfigCopy, ConfigView};
 
-/// Why rootless runsbx could not enter, join or use its shim.
-#[derive(Debug, thiserror::Error)]
-pub enum RootlessError {
-    /// The kernel refused the user namespace ([`refusal`] says why).
-    #[error("{0}")]
-    Refused(String),
-    /// A later step of entering the shim failed; `hint` names a likely LSM.
-    #[error("rootless: user namespace: {what}: {}{hint}", .errno.desc())]
-    Step {
-        what: &'static str,
-        errno: nix::errno::Errno,
-        hint: String,
-    },
-    /// The container's recorded cgroup is not usable.
-    #[error("rootless: cgroup: {0}")]
-    Cgroup(delegation::DelegationError),
-    #[error(
-        "rootless: the container's user namespace was not made by a rootless runsbx of uid {uid}; \
-         exec it as the user that created it"
-    )]
-    NotOurs { uid: u32 },
-    /// `exec` as root could not join the container's user namespace.
-    #[error("exec: {what}: {}; not running", .errno.desc())]
-    Join {
-        what: &'static str,
-        errno: nix::errno::Errno,
-    },
-    #[error("rootless: not in runsbx's user namespace (internal error); not running")]
-    NotInShim,
-}
+pub use crate::error::RootlessError;
 
 /// Set once the process is in the shim; a rootless create or exec outside
 /// it fails closed (libcontainer would otherwise hit the host's cgroups).

@@ -88,7 +88,7 @@ const REAL_BUNDLE: &str = "real-bundle";
 /// mounted: a container that binds the bundle's config.json sees the file
 /// as written, and one without a mount namespace of its own gets its
 /// caller's. libcontainer records this directory as the bundle, so `create`
-/// writes the real one back into the state (`Runtime::create_owned`).
+/// writes the real one back into the state (`Runtime::create`).
 pub struct ConfigCopy {
     dir: PathBuf,
 }

@@ -118,7 +118,7 @@ fn start_supervised(
         foreground: true,
         ..opts
     };
-    let mut owned = rt.create_owned(opts)?;
+    let mut owned = rt.create(opts)?;
     let pid = owned.container.pid().ok_or(SuperviseError::NoPid)?;
     let started = (|| -> Result<(Monitor, Option<Attached>, Option<Serving>)> {
         // Blocked only now that libcontainer has forked: init must not

@@ -1,16 +1,8 @@
-//! `--pidfd-socket`: hand a pidfd of the container process to the caller
-//! over a unix socket, as runc does for containerd.
+//! pidfds: open one, poll it for the process's exit, signal through it.
 
-use std::io::IoSlice;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::path::{Path, PathBuf};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
-use nix::sys::socket::{
-    connect, sendmsg, socket, AddressFamily, ControlMessage, MsgFlags, SockFlag, SockType, UnixAddr,
-};
 use nix::unistd::Pid;
-
-use crate::error::{Result, RuntimeError};
 
 pub fn pidfd_open(pid: Pid) -> std::io::Result<OwnedFd> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor
@@ -26,8 +18,8 @@ pub fn pidfd_open(pid: Pid) -> std::io::Result<OwnedFd> {
 /// A pidfd of the calling process (close-on-exec, as every pidfd), which a
 /// child it forks can poll to learn whether it still lives, in any pid
 /// namespace (where getppid() says 0 for a parent outside).
-pub fn open_self() -> Result<OwnedFd> {
-    pidfd_open(nix::unistd::getpid()).map_err(|e| RuntimeError::io("pidfd_open(self)", e))
+pub fn open_self() -> std::io::Result<OwnedFd> {
+    pidfd_open(nix::unistd::getpid())
 }
 
 /// Whether the process behind `pidfd` has exited (its pidfd polls readable).
@@ -70,49 +62,4 @@ pub fn signal(pidfd: RawFd, signal: nix::sys::signal::Signal) -> std::io::Result
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
-}
-
-/// `--pidfd-socket`: the unix socket a pidfd of the container's process
-/// goes to. Connected before anything is made, as runc dials it first: a
-/// socket that cannot be reached fails the command with nothing created or
-/// started. The pidfd is sent once the process exists ([`Self::send`]).
-pub struct PidfdSocket {
-    sock: OwnedFd,
-    path: PathBuf,
-}
-
-impl PidfdSocket {
-    pub fn connect(path: &Path) -> Result<Self> {
-        let ctx = || format!("--pidfd-socket {}", path.display());
-        let sock = socket(
-            AddressFamily::Unix,
-            SockType::Stream,
-            SockFlag::SOCK_CLOEXEC,
-            None,
-        )
-        .map_err(|e| RuntimeError::sys(ctx(), e))?;
-        let addr = UnixAddr::new(path).map_err(|e| RuntimeError::sys(ctx(), e))?;
-        connect(sock.as_raw_fd(), &addr).map_err(|e| RuntimeError::sys(ctx(), e))?;
-        Ok(Self {
-            sock,
-            path: path.to_path_buf(),
-        })
-    }
-
-    /// Sends a pidfd of `pid` (SCM_RIGHTS, with the name "pidfd").
-    pub fn send(&self, pid: Pid) -> Result<()> {
-        let ctx = || format!("--pidfd-socket {}", self.path.display());
-        let pidfd = pidfd_open(pid).map_err(|e| RuntimeError::io(ctx(), e))?;
-        let fds = [pidfd.as_raw_fd()];
-        let name = b"pidfd";
-        sendmsg::<()>(
-            self.sock.as_raw_fd(),
-            &[IoSlice::new(name)],
-            &[ControlMessage::ScmRights(&fds)],
-            MsgFlags::empty(),
-            None,
-        )
-        .map_err(|e| RuntimeError::sys(ctx(), e))?;
-        Ok(())
-    }
 }

@@ -32,7 +32,7 @@ pub fn pidfd_socket(f: &CreateFlags) -> Result<Option<PidfdSocket>> {
 
 pub fn run(ctx: &Ctx, a: Create) -> Result<()> {
     let pidfd = pidfd_socket(&a.flags)?;
-    let c = ctx.rt.create(options(&a.id, &a.flags, true))?;
+    let c = ctx.rt.create(options(&a.id, &a.flags, true))?.container;
     if let (Some(sock), Some(pid)) = (&pidfd, c.pid()) {
         if let Err(e) = sock.send(pid) {
             // Nothing left behind: the caller never got the container.

@@ -29,7 +29,7 @@ pub fn run(ctx: &Ctx, a: Run) -> Result<u8> {
 
 fn detached(ctx: &Ctx, opts: CreateOptions, pidfd: Option<&PidfdSocket>) -> Result<u8> {
     let id = opts.id.clone();
-    let c = ctx.rt.create(opts)?;
+    let c = ctx.rt.create(opts)?.container;
     let started = send_pidfd(&c, pidfd).and_then(|_| Ok(ctx.rt.start(&id)?));
     if let Err(e) = started {
         let _ = ctx.rt.delete(&id, true);
