@@ -105,6 +105,14 @@ impl Executor for SandboxExecutor {
         if let Some(uid) = terminal.map(|p| p.user().uid()) {
             crate::capsets::fix_stdio_owner(uid)
                 .map_err(ExecutorValidationError::ArgValidationError)?;
+            // As runc, which clears it as it makes the pty: `\n` reaches the
+            // caller as written. Here, in the process, because `exec -t`'s
+            // master reaches runsbx's relay (which clears it too) only as
+            // the process starts: what it wrote first would get `\r\n`.
+            let stdin = crate::sys::fds::borrow(0);
+            if nix::unistd::isatty(0).unwrap_or(false) {
+                let _ = crate::console::clear_onlcr(stdin);
+            }
         }
         // Stops: init holding a CAP_SETPCAP or CAP_CHOWN the spec did not
         // give (it could add any bounding capability to its inheritable

@@ -21,6 +21,7 @@ use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub(crate) use relay::clear_onlcr;
 pub use relay::Attached;
 
 #[derive(Debug, thiserror::Error)]

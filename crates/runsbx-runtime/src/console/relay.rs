@@ -129,7 +129,7 @@ fn caller_terminal() -> Option<BorrowedFd<'static>> {
 /// under runc (which clears ONLCR on it): the caller's own terminal, raw
 /// for the run, or a pipe, gets the workload's bytes unchanged. A master's
 /// termios calls act on its slave's settings.
-fn clear_onlcr(master: BorrowedFd<'_>) -> std::io::Result<()> {
+pub(crate) fn clear_onlcr(master: BorrowedFd<'_>) -> std::io::Result<()> {
     let mut t = tcgetattr(master)?;
     t.output_flags.remove(nix::sys::termios::OutputFlags::ONLCR);
     tcsetattr(master, SetArg::TCSANOW, &t)?;
