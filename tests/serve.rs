@@ -131,13 +131,40 @@ impl Client {
     }
 }
 
+/// Two tests of `$body`: sessions each a sandbox of their own, and forked
+/// from a fork server (`--fork-server`).
+macro_rules! in_both_modes {
+    ($pool:ident, $forked:ident, $body:ident) => {
+        #[test]
+        fn $pool() {
+            $body(&[]);
+        }
+
+        #[test]
+        fn $forked() {
+            $body(&["--fork-server"]);
+        }
+    };
+}
+
 fn gone(pid: i32, within: Duration) -> bool {
     wait_dead(pid, within)
 }
 
-#[test]
-fn a_session_keeps_its_state_and_the_next_starts_fresh() {
-    let server = Server::start(&["--warm", "2", "--preload", "import json\npreloaded = 41"]);
+in_both_modes!(
+    a_session_keeps_its_state_and_the_next_starts_fresh,
+    a_session_keeps_its_state_and_the_next_starts_fresh_forked,
+    state_and_fresh
+);
+
+fn state_and_fresh(mode: &[&str]) {
+    let server = Server::start(
+        &[
+            &["--warm", "2", "--preload", "import json\npreloaded = 41"],
+            mode,
+        ]
+        .concat(),
+    );
     let (mut a, pid) = server.session();
     // The PID is the interpreter's own, on the host.
     let exe = fs::read_link(format!("/proc/{pid}/exe")).unwrap();
@@ -167,9 +194,14 @@ fn a_session_keeps_its_state_and_the_next_starts_fresh() {
     server.stop();
 }
 
-#[test]
-fn sessions_cannot_reach_each_other() {
-    let server = Server::start(&["--warm", "2"]);
+in_both_modes!(
+    sessions_cannot_reach_each_other,
+    sessions_cannot_reach_each_other_forked,
+    cross_session
+);
+
+fn cross_session(mode: &[&str]) {
+    let server = Server::start(&[&["--warm", "2"], mode].concat());
     let (mut a, pid_a) = server.session();
     let (mut b, _) = server.session();
     let where_a = a.ok("import os, socket\n\
@@ -182,8 +214,8 @@ fn sessions_cannot_reach_each_other() {
          \x20       return None\n\
          abstract = listen('\\0runsbx-serve-a')\n\
          path = listen('sock')\n\
-         print(os.getcwd())");
-    let cwd_a = where_a.trim();
+         print(os.getcwd(), os.getpid())");
+    let (cwd_a, ns_a) = where_a.trim().split_once(' ').unwrap();
     let tries = b.ok(&format!(
         r#"
 import os, socket, signal
@@ -205,12 +237,29 @@ attempt("ptrace-proc-mem", lambda: open("/proc/{pid_a}/mem", "rb"))
 attempt("abstract-socket", lambda: connect("\0runsbx-serve-a"))
 attempt("path-socket", lambda: connect("{cwd_a}/sock"))
 attempt("shm", lambda: open("/dev/shm/x", "w"))
-"#
+def shm():
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.shmget(7, 4096, 0o1666) < 0:
+        raise OSError(ctypes.get_errno(), "shmget")
+attempt("sysv-shm", shm)
+if {forked}:
+    # The fork server's pid namespace, which the sessions share: a by
+    # its PID there, and the fork server itself.
+    for pid in ({ns_a}, 1):
+        attempt("ns-signal-%d" % pid, lambda: os.kill(pid, signal.SIGKILL))
+        attempt("ns-proc-%d" % pid, lambda: open("/proc/%d/status" % pid).read())
+        attempt("ns-proc-stat-%d" % pid, lambda: os.stat("/proc/%d" % pid))
+        attempt("ns-mem-%d" % pid, lambda: open("/proc/%d/mem" % pid, "rb"))
+    attempt("sessions-dir", lambda: os.listdir(os.path.dirname("{cwd_a}")))
+"#,
+        forked = if mode.is_empty() { "False" } else { "True" },
     ));
     for line in tries.lines() {
         assert!(line.ends_with(" refused"), "{line}\n{tries}");
     }
-    assert_eq!(tries.lines().count(), 9, "{tries}");
+    let expected = if mode.is_empty() { 10 } else { 19 };
+    assert_eq!(tries.lines().count(), expected, "{tries}");
     // a is untouched and alive.
     assert_eq!(
         a.ok("print(open('secret').read(), 'planted' in os.listdir('.'))"),
@@ -220,25 +269,41 @@ attempt("shm", lambda: open("/dev/shm/x", "w"))
     server.stop();
 }
 
-#[test]
-fn escapes_fail_inside_a_session() {
-    let server = Server::start(&["--warm", "1"]);
+in_both_modes!(
+    escapes_fail_inside_a_session,
+    escapes_fail_inside_a_session_forked,
+    escapes
+);
+
+fn escapes(mode: &[&str]) {
+    let server = Server::start(&[&["--warm", "1"], mode].concat());
     let (mut c, _) = server.session();
     assert_session_escapes_refused(&c.ok(SESSION_ESCAPES));
     drop(c);
     server.stop();
 }
 
-#[test]
-fn crash_hang_memory_and_disconnect_leave_the_server_serving() {
-    let server = Server::start(&[
-        "--warm",
-        "1",
-        "--session-timeout",
-        "4s",
-        "--rss-limit",
-        "200M",
-    ]);
+in_both_modes!(
+    crash_hang_memory_and_disconnect_leave_the_server_serving,
+    crash_hang_memory_and_disconnect_leave_the_server_serving_forked,
+    faults
+);
+
+fn faults(mode: &[&str]) {
+    let server = Server::start(
+        &[
+            &[
+                "--warm",
+                "1",
+                "--session-timeout",
+                "4s",
+                "--rss-limit",
+                "200M",
+            ],
+            mode,
+        ]
+        .concat(),
+    );
     let end = |c: &mut Client| {
         let e = c.line().expect("a last line");
         assert_eq!(e["event"], "end", "{e}");

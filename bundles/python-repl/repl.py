@@ -118,8 +118,11 @@ def _private_reply_channel():
         return sys.stdout
 
 
-def main():
-    env = {"__name__": "__repl__", "__builtins__": __builtins__}
+def main(env=None):
+    """Serves requests on stdin until EOF; `env`: the globals to run them
+    in (the fork server passes its preloaded ones)."""
+    if env is None:
+        env = {"__name__": "__repl__", "__builtins__": __builtins__}
     reply = _private_reply_channel()
     for line in sys.stdin:
         if not line.strip():

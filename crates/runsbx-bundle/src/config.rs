@@ -67,6 +67,20 @@ impl SandboxConfig {
         taken
     }
 
+    /// Adds `option` to the `proc` mount at `/proc`.
+    pub fn add_proc_option(&mut self, option: &str) {
+        let Some(mounts) = self.spec.mounts_mut() else {
+            return;
+        };
+        for m in mounts.iter_mut() {
+            if m.typ().as_deref() == Some("proc") && m.destination() == Path::new("/proc") {
+                let mut options = m.options().clone().unwrap_or_default();
+                options.push(option.to_string());
+                m.set_options(Some(options));
+            }
+        }
+    }
+
     /// `linux.resources.memory`: `bytes` of memory and as much swap (so
     /// none beyond the memory).
     pub fn limit_memory(&mut self, bytes: i64) -> Result<(), BundleError> {

@@ -603,6 +603,8 @@ pub enum Profile {
     Default,
     /// A Jupyter kernel: [`kernel_seccomp`].
     Jupyter,
+    /// The fork server of `runsbx serve --fork-server`: [`fork_server_seccomp`].
+    ForkServer,
 }
 
 impl Profile {
@@ -610,9 +612,58 @@ impl Profile {
         match self {
             Profile::Default => sandbox_seccomp(),
             Profile::Jupyter => kernel_seccomp(),
+            Profile::ForkServer => fork_server_seccomp(),
         }
     }
 }
+
+/// The seccomp allowlist of `runsbx serve --fork-server`'s fork server:
+/// [`sandbox_seccomp`] plus what it needs to fork a session and have the
+/// session confine itself before any client code runs.
+///
+/// The fork server runs only trusted code: runsbx's driver
+/// (bundles/python-repl/forkserver.py) and the operator's preload. Client code
+/// runs only in a forked session, after the session has stacked its own
+/// Landlock layer (its workdir only, signals and abstract sockets scoped to
+/// itself) and then [`sandbox_seccomp`] as a second filter: the kernel runs
+/// every filter and takes the strictest answer, so what this profile adds is
+/// refused again to the session. What it adds:
+/// - `clone` as `fork` (no namespace, thread, vfork, ptrace or parent flag):
+///   one process per session.
+/// - `landlock_create_ruleset`, `landlock_add_rule`, `landlock_restrict_self`:
+///   a Landlock layer can only take rights away.
+/// - `seccomp(SECCOMP_SET_MODE_FILTER, 0, ...)`: a filter can only refuse
+///   more. No flags: not TSYNC, and above all not NEW_LISTENER (a user
+///   notification listener would let a process answer for another's calls).
+pub fn fork_server_seccomp() -> LinuxSeccomp {
+    let mut p = sandbox_seccomp();
+    let mut syscalls = p.syscalls().clone().unwrap_or_default();
+    syscalls.push(allow_masked("clone", 0, CLONE_CHECKED, 0));
+    syscalls.push(allow(
+        &[
+            "landlock_create_ruleset",
+            "landlock_add_rule",
+            "landlock_restrict_self",
+        ],
+        Vec::new(),
+    ));
+    syscalls.push(allow(
+        &["seccomp"],
+        vec![
+            arg(
+                0,
+                LinuxSeccompOperator::ScmpCmpEq,
+                SECCOMP_SET_MODE_FILTER,
+                None,
+            ),
+            arg(1, LinuxSeccompOperator::ScmpCmpEq, 0, None),
+        ],
+    ));
+    p.set_syscalls(Some(syscalls));
+    p
+}
+
+const SECCOMP_SET_MODE_FILTER: u64 = 1;
 
 /// The seccomp allowlist of `runsbx sandbox --jupyter`: [`sandbox_seccomp`]
 /// plus what a Jupyter kernel (ipykernel over pyzmq's libzmq) needs to serve
@@ -837,6 +888,37 @@ mod tests {
     fn answer(prog: &seccomp::SeccompProgram, name: &str, args: [u64; 6]) -> u32 {
         prog.answer(&seccomp::x86_64_call(name, args).expect("known syscall"))
             .expect("interpretable")
+    }
+
+    #[test]
+    fn fork_server_adds_fork_and_self_confinement_which_the_session_filter_refuses() {
+        let server = seccomp::compile(&fork_server_seccomp()).unwrap();
+        let session = seccomp::compile(&sandbox_seccomp()).unwrap();
+        let allow = libc::SECCOMP_RET_ALLOW;
+        // glibc's fork: CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD.
+        let fork = 0x0100_0000 | 0x0020_0000 | libc::SIGCHLD as u64;
+        let table: &[(&str, [u64; 6], bool)] = &[
+            ("clone", [fork, 0, 0, 0, 0, 0], true),
+            ("clone", [fork | CLONE_NEWUSER, 0, 0, 0, 0, 0], false),
+            ("clone", [fork | CLONE_NEWPID, 0, 0, 0, 0, 0], false),
+            ("clone", [fork | CLONE_PARENT, 0, 0, 0, 0, 0], false),
+            ("clone", [fork | CLONE_VM, 0, 0, 0, 0, 0], false),
+            ("landlock_restrict_self", [3, 0, 0, 0, 0, 0], true),
+            ("seccomp", [SECCOMP_SET_MODE_FILTER, 0, 0, 0, 0, 0], true),
+            // SECCOMP_FILTER_FLAG_NEW_LISTENER, TSYNC; SECCOMP_SET_MODE_STRICT.
+            ("seccomp", [SECCOMP_SET_MODE_FILTER, 8, 0, 0, 0, 0], false),
+            ("seccomp", [SECCOMP_SET_MODE_FILTER, 1, 0, 0, 0, 0], false),
+            ("seccomp", [0, 0, 0, 0, 0, 0], false),
+        ];
+        for (name, args, allowed) in table {
+            assert_eq!(
+                answer(&server, name, *args) == allow,
+                *allowed,
+                "{name} {args:x?}"
+            );
+            // The session's own filter refuses all of it again.
+            assert_ne!(answer(&session, name, *args), allow, "{name} {args:x?}");
+        }
     }
 
     #[test]

@@ -51,4 +51,5 @@ pub use error::{Result, RuntimeError};
 // socket (`--pidfd-socket`).
 pub use container::PidfdSocket;
 pub use sys::fds::default_sigpipe;
+pub use sys::pidfd::Pidfd;
 pub use sys::sealed_exe::{is_sealed, reexec_sealed};

@@ -160,6 +160,14 @@ pub fn run(rt: &Runtime, sandbox: Sandbox, mut sup: Supervision) -> Result<Outco
         }
     }
     let mut req = sandbox.request;
+    if req.profile == Profile::ForkServer && sandbox.isolation == Mode::Landlock {
+        // Its sessions rely on the pid namespace: without one they would
+        // see, and be seen by, every process of the host.
+        return Err(SandboxError::Message(
+            "--profile fork-server needs the namespaces mode, and this run uses --isolation landlock"
+                .into(),
+        ));
+    }
     req.state_root = Some(rt.root.clone());
     if sandbox.jupyter.is_some() && sandbox.egress.is_some() {
         return Err(SandboxError::Message(

@@ -57,7 +57,9 @@ fn checks(workdir: &Path, profile: Profile, net: bool) -> Vec<(String, &'static 
     // lists the interfaces of the sandbox's own namespace): check that every
     // other netlink protocol and the socket kinds it does not allow stay shut.
     let netlink = match profile {
-        Profile::Default => vec![("socket:netlink,raw".into(), "open a netlink socket")],
+        Profile::Default | Profile::ForkServer => {
+            vec![("socket:netlink,raw".into(), "open a netlink socket")]
+        }
         Profile::Jupyter => vec![
             (
                 "socket:netlink,raw,9".into(),

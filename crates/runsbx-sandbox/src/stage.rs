@@ -131,7 +131,7 @@ pub fn prepare(req: &SandboxRequest, cache: Option<&Path>) -> Result<Prepared> {
     let landlock = LandlockPolicy::sandbox(&readable, std::slice::from_ref(&workdir))
         .only_execute(&found.exec_paths());
     let landlock = match req.profile {
-        Profile::Default => landlock,
+        Profile::Default | Profile::ForkServer => landlock,
         Profile::Jupyter => landlock.list_proc(),
     };
     let (landlock, seccomp) = match req.proxy {
@@ -150,8 +150,16 @@ pub fn prepare(req: &SandboxRequest, cache: Option<&Path>) -> Result<Prepared> {
         landlock: Some(landlock),
         net: false,
     };
+    let mut config = generate(&found, &options)?;
+    if req.profile == Profile::ForkServer {
+        // Stops: a session seeing the others in /proc. They share the fork
+        // server's pid namespace; each is in a Landlock domain of its own,
+        // which refuses ptrace access across domains, and `ptraceable`
+        // hides every process the reader could not ptrace.
+        config.add_proc_option("hidepid=ptraceable");
+    }
     Ok(Prepared {
-        config: generate(&found, &options)?,
+        config,
         workdir: private,
         discovery: found,
     })

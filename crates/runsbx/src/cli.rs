@@ -483,6 +483,9 @@ pub struct SpecCmd {
 pub enum Profile {
     Default,
     Jupyter,
+    /// `serve --fork-server`'s fork server (runsbx_policy::profile::fork_server_seccomp).
+    #[value(hide = true)]
+    ForkServer,
 }
 
 /// What a generated sandbox holds besides CMD (`sandbox`, `gen`, and each
@@ -593,6 +596,11 @@ pub struct Serve {
     /// End a session this long after it is handed out (10s, 2m).
     #[arg(long, value_name = "DURATION")]
     pub session_timeout: Option<String>,
+    /// Fork each session from one sandboxed interpreter that ran the
+    /// preload once, instead of starting a sandbox per session (see
+    /// docs/sandbox.md, "Warm sessions", for what sessions then share).
+    #[arg(long)]
+    pub fork_server: bool,
     #[command(flatten)]
     pub session: SessionFlags,
 }

@@ -72,6 +72,7 @@ pub fn profile(p: crate::cli::Profile) -> Profile {
     match p {
         crate::cli::Profile::Default => Profile::Default,
         crate::cli::Profile::Jupyter => Profile::Jupyter,
+        crate::cli::Profile::ForkServer => Profile::ForkServer,
     }
 }
 

@@ -131,6 +131,28 @@ pub struct SeccompProgram {
     pub unknown_syscalls: Vec<String>,
 }
 
+impl SeccompProgram {
+    /// Each filter as the kernel reads it: `struct sock_filter`s (code,
+    /// jt, jf, k) in the host's byte order, for a process that loads it
+    /// itself (`serve --fork-server`'s sessions).
+    pub fn filter_bytes(&self) -> Vec<Vec<u8>> {
+        self.filters
+            .iter()
+            .map(|f| {
+                f.iter()
+                    .flat_map(|i| {
+                        let mut b = Vec::with_capacity(8);
+                        b.extend(i.code.to_ne_bytes());
+                        b.extend([i.jt, i.jf]);
+                        b.extend(i.k.to_ne_bytes());
+                        b
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SeccompError {
     #[error("linux.seccomp: {0}")]

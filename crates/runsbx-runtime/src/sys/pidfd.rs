@@ -63,3 +63,24 @@ pub fn signal(pidfd: RawFd, signal: nix::sys::signal::Signal) -> std::io::Result
     }
     Ok(())
 }
+
+/// A process held by a pidfd: its signals reach it and never a process
+/// that reused its pid.
+pub struct Pidfd(OwnedFd);
+
+impl Pidfd {
+    pub fn open(pid: i32) -> std::io::Result<Self> {
+        pidfd_open(Pid::from_raw(pid)).map(Self)
+    }
+
+    pub fn signal(&self, sig: nix::sys::signal::Signal) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        signal(self.0.as_raw_fd(), sig)
+    }
+
+    /// Whether the process exits (or is a zombie) within `timeout_ms`.
+    pub fn exited_within(&self, timeout_ms: i32) -> std::io::Result<bool> {
+        use std::os::fd::AsRawFd;
+        exited_within(self.0.as_raw_fd(), timeout_ms)
+    }
+}

@@ -11,7 +11,7 @@ pub fn run(ctx: &Ctx, a: Mcp) -> Result<u8> {
     let t = &a.call_timeout;
     let call_timeout = runsbx_runtime::guard::parse_duration(t)
         .with_context(|| format!("--call-timeout {t:?}: not a duration"))?;
-    let mut sandbox = sandbox_args(&a.session)?;
+    let mut sandbox = sandbox_args(&a.session, true)?;
     // Figures render to PNG without a display (the operator's --env wins).
     if !a
         .session
@@ -27,6 +27,7 @@ pub fn run(ctx: &Ctx, a: Mcp) -> Result<u8> {
         sandbox,
         python: a.session.command,
         preload: a.preload,
+        fork: None,
     })?;
     crate::mcp::run(factory, Some(call_timeout))
 }

@@ -1,12 +1,12 @@
 //! `serve`: the flags into crate::serve's config; the server runs until
 //! SIGTERM or SIGINT.
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 
 use super::Ctx;
 use crate::cli::{Serve, SessionFlags};
-use crate::serve::{self, Config, SessionConfig};
+use crate::serve::{self, Config, ForkConfig, SessionConfig};
 
 pub fn run(ctx: &Ctx, a: Serve) -> Result<u8> {
     let session_timeout = a
@@ -17,6 +17,19 @@ pub fn run(ctx: &Ctx, a: Serve) -> Result<u8> {
                 .with_context(|| format!("--session-timeout {t:?}: not a duration"))
         })
         .transpose()?;
+    let fork = match a.fork_server {
+        true => {
+            if a.session.isolation == crate::cli::Isolation::Landlock {
+                bail!("--fork-server needs the namespaces mode: its sessions share the fork server's pid namespace");
+            }
+            Some(ForkConfig {
+                ro: a.session.inside.ro.clone(),
+                rss_limit: a.session.rss_limit.as_deref().map(size).transpose()?,
+            })
+        }
+        false => None,
+    };
+    let sandbox = sandbox_args(&a.session, fork.is_none())?;
     serve::run(
         Config {
             listen: a.listen,
@@ -26,18 +39,24 @@ pub fn run(ctx: &Ctx, a: Serve) -> Result<u8> {
         },
         SessionConfig {
             global: global_args(ctx),
-            sandbox: sandbox_args(&a.session)?,
+            sandbox,
             python: a.session.command,
             preload: a.preload,
+            fork,
         },
     )
 }
 
-/// The `sandbox` flags of each session.
-pub fn sandbox_args(a: &SessionFlags) -> Result<Vec<String>> {
+fn size(s: &str) -> Result<u64> {
+    runsbx_runtime::guard::parse_size(s).with_context(|| format!("--rss-limit {s:?}: not a size"))
+}
+
+/// The `sandbox` flags of each session (of the fork server with
+/// `--fork-server`, where the server itself enforces `--rss-limit` on each
+/// session: `rss_limit` false).
+pub fn sandbox_args(a: &SessionFlags, rss_limit: bool) -> Result<Vec<String>> {
     if let Some(s) = &a.rss_limit {
-        runsbx_runtime::guard::parse_size(s)
-            .with_context(|| format!("--rss-limit {s:?}: not a size"))?;
+        size(s)?;
     }
     let mut sandbox = Vec::new();
     let mut flag = |name: &str, value: String| {
@@ -59,7 +78,7 @@ pub fn sandbox_args(a: &SessionFlags) -> Result<Vec<String>> {
     if let Some(n) = a.pids_limit {
         flag("--pids-limit", n.to_string());
     }
-    if let Some(s) = &a.rss_limit {
+    if let (true, Some(s)) = (rss_limit, &a.rss_limit) {
         flag("--rss-limit", s.clone());
     }
     let mode = a.isolation.to_possible_value().expect("a value");

@@ -16,6 +16,7 @@
 //! `{"event":"end","reason":...}` when the session ends other than by the
 //! client closing.
 
+mod fork;
 mod session;
 
 use std::collections::{HashMap, VecDeque};
@@ -48,6 +49,16 @@ pub struct SessionConfig {
     /// The interpreter and its arguments.
     pub python: Vec<String>,
     pub preload: Option<String>,
+    /// `--fork-server`: sessions forked from one preloaded interpreter.
+    pub fork: Option<ForkConfig>,
+}
+
+/// What the fork server mode needs besides the sandbox flags.
+pub struct ForkConfig {
+    /// `--ro` paths (the fork server's Landlock policy is computed here too).
+    pub ro: Vec<PathBuf>,
+    /// `--rss-limit`: each session's own memory, in bytes.
+    pub rss_limit: Option<u64>,
 }
 
 /// What the operator asked of the server.
@@ -64,8 +75,12 @@ pub struct Factory {
     config: SessionConfig,
     exe: PathBuf,
     repl: PathBuf,
-    _dir: tempfile::TempDir,
     next_id: AtomicU64,
+    /// With `--fork-server`: how to start it, and the one running.
+    fork: Option<(fork::Setup, Mutex<Option<Arc<fork::ForkServer>>>)>,
+    // Dropped last: the fork server (above) reads its files.
+    _sessions: Option<runsbx_sandbox::stage::PrivateDir>,
+    _dir: tempfile::TempDir,
 }
 
 impl Factory {
@@ -79,18 +94,44 @@ impl Factory {
         let repl = dir.path().join("repl.py");
         std::fs::write(&repl, REPL).with_context(|| format!("write {}", repl.display()))?;
         std::fs::set_permissions(&repl, std::fs::Permissions::from_mode(0o644))?;
+        let exe = std::env::current_exe().context("runsbx's own path")?;
+        let (fork, sessions) = match &config.fork {
+            Some(f) => {
+                let (setup, sessions) = fork_setup(&config, f, &exe, dir.path(), &repl)?;
+                (Some((setup, Mutex::new(None))), Some(sessions))
+            }
+            None => (None, None),
+        };
         Ok(Self {
             config,
-            exe: std::env::current_exe().context("runsbx's own path")?,
+            exe,
             repl,
-            _dir: dir,
             next_id: AtomicU64::new(1),
+            fork,
+            _sessions: sessions,
+            _dir: dir,
         })
     }
 
     /// A new session, its preload run.
     pub fn start(&self) -> Result<Session> {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        if let Some((setup, running)) = &self.fork {
+            let server = {
+                let mut running = running.lock().unwrap_or_else(|e| e.into_inner());
+                match &*running {
+                    Some(s) if !s.ended() => s.clone(),
+                    _ => {
+                        // Dropped first: a fork server that ended is reaped.
+                        *running = None;
+                        let s = Arc::new(fork::ForkServer::start(setup, id)?);
+                        *running = Some(s.clone());
+                        s
+                    }
+                }
+            };
+            return server.spawn(id);
+        }
         let mut args = self.config.sandbox.clone();
         args.push("--ro".into());
         args.push(self.repl.display().to_string());
@@ -120,6 +161,66 @@ impl Factory {
         }
         Ok(s)
     }
+}
+
+/// The fork server's files (beside repl.py in `dir`), its sessions
+/// directory, the layers each session stacks, and its `sandbox` command.
+fn fork_setup(
+    config: &SessionConfig,
+    f: &ForkConfig,
+    exe: &Path,
+    dir: &Path,
+    repl: &Path,
+) -> Result<(fork::Setup, runsbx_sandbox::stage::PrivateDir)> {
+    let forkserver = dir.join("forkserver.py");
+    let layers = dir.join("layers.json");
+    std::fs::write(&forkserver, fork::FORKSERVER)
+        .with_context(|| format!("write {}", forkserver.display()))?;
+    std::fs::set_permissions(&forkserver, std::fs::Permissions::from_mode(0o644))?;
+    // Root's sessions run as host nobody: the directory is theirs.
+    let owner = nix::unistd::geteuid()
+        .is_root()
+        .then_some((runsbx_bundle::NOBODY, runsbx_bundle::NOBODY));
+    let sessions = runsbx_sandbox::stage::private_dir("runsbx-sessions-", owner)?;
+    let mut command = config.python.clone();
+    command.push("-I".into());
+    for p in [&forkserver, repl, &layers] {
+        command.push(p.display().to_string());
+    }
+    // The fork server's own policy, generated as its `runsbx sandbox` will
+    // generate it; each session's layer is derived from it.
+    let req = runsbx_sandbox::SandboxRequest {
+        command: command.clone(),
+        workdir: Some(sessions.0.clone()),
+        ro: f.ro.iter().cloned().chain([dir.to_path_buf()]).collect(),
+        profile: runsbx_policy::profile::Profile::ForkServer,
+        ..Default::default()
+    };
+    let prepared = runsbx_sandbox::prepare(&req, None)?;
+    let policy = prepared
+        .config
+        .landlock()
+        .context("--fork-server: the generated config has no Landlock policy")?;
+    let text = fork::layers(policy, &sessions.0)?.to_string();
+    std::fs::write(&layers, text).with_context(|| format!("write {}", layers.display()))?;
+    std::fs::set_permissions(&layers, std::fs::Permissions::from_mode(0o644))?;
+    let mut args = config.sandbox.clone();
+    args.extend(["--profile".into(), "fork-server".into(), "--workdir".into()]);
+    args.push(sessions.0.display().to_string());
+    args.extend(["--ro".into(), dir.display().to_string(), "--".into()]);
+    args.extend(command);
+    Ok((
+        fork::Setup {
+            exe: exe.to_path_buf(),
+            global: config.global.clone(),
+            args,
+            preload: config.preload.clone(),
+            sessions: sessions.0.clone(),
+            owner,
+            rss_limit: f.rss_limit,
+        },
+        sessions,
+    ))
 }
 
 struct Pool {

@@ -3,10 +3,10 @@
 //! PID and, at the end, the outcome.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Context, Result};
@@ -17,21 +17,41 @@ use serde_json::Value;
 /// pipe open after its own runsbx exits).
 static SPAWN: Mutex<()> = Mutex::new(());
 
-/// Sends SIGTERM to a session's runsbx, until it is reaped: a signal can
-/// never reach a process that reused its pid.
+/// Ends a session: SIGTERM to its runsbx until it is reaped (runsbx then
+/// kills the workload and removes the workdir, as `runsbx sandbox` does on
+/// SIGTERM), or SIGKILL through the pidfd of a forked session. A signal can
+/// never reach a process that reused the pid.
 #[derive(Clone)]
-pub struct Killer(Arc<Mutex<Option<i32>>>);
+pub struct Killer(Arc<Mutex<Option<Target>>>);
+
+pub(super) enum Target {
+    Runsbx(i32),
+    Forked(Arc<runsbx_runtime::Pidfd>),
+}
 
 impl Killer {
-    /// Ends the session: runsbx kills the workload and removes the workdir
-    /// (as `runsbx sandbox` does on SIGTERM).
+    pub(super) fn new(target: Target) -> Self {
+        Self(Arc::new(Mutex::new(Some(target))))
+    }
+
     pub fn kill(&self) {
-        if let Some(pid) = *self.0.lock().unwrap_or_else(|e| e.into_inner()) {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGTERM,
-            );
+        match &*self.0.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(Target::Runsbx(pid)) => {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(*pid),
+                    nix::sys::signal::Signal::SIGTERM,
+                );
+            }
+            Some(Target::Forked(pidfd)) => {
+                let _ = pidfd.signal(nix::sys::signal::Signal::SIGKILL);
+            }
+            None => {}
         }
+    }
+
+    /// After the process is reaped.
+    pub(super) fn disarm(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 }
 
@@ -40,72 +60,114 @@ pub struct Session {
     pub killer: Killer,
     /// The interpreter's host PID, from the status fd's start event.
     pub pid: i32,
-    child: Child,
-    pub stdin: Option<ChildStdin>,
-    pub stdout: BufReader<ChildStdout>,
-    status: BufReader<File>,
+    pub stdin: Option<Box<dyn Write + Send>>,
+    pub stdout: BufReader<Box<dyn Read + Send>>,
+    runner: Runner,
+}
+
+/// What runs a session, and knows how it ended.
+enum Runner {
+    /// A `runsbx sandbox` of its own.
+    Sandbox {
+        child: Child,
+        status: BufReader<File>,
+    },
+    /// A process of the fork server (fork.rs).
+    Forked(super::fork::Forked),
+}
+
+/// A `runsbx GLOBAL... sandbox --status-fd FD ARGS...` with `stdin` and
+/// its stdout piped, its stderr relayed to the server's; waits for the
+/// workload's PID.
+pub(super) fn spawn_sandbox(
+    id: u64,
+    exe: &Path,
+    global: &[String],
+    args: &[String],
+    stdin: Stdio,
+) -> Result<(Child, BufReader<File>, i32)> {
+    let mut child;
+    let read = {
+        let _spawning = SPAWN.lock().unwrap_or_else(|e| e.into_inner());
+        // Close-on-exec from the start, and made under the lock: a
+        // session spawned meanwhile by another thread must not inherit
+        // either end (its runsbx would hold this session's status pipe
+        // open, and `finish` would wait for that other session's end).
+        let (read, write): (OwnedFd, OwnedFd) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("status pipe")?;
+        inheritable(&write)?;
+        let spawned = Command::new(exe)
+            .args(global)
+            .args(["sandbox", "--status-fd"])
+            .arg(write.as_raw_fd().to_string())
+            .args(args)
+            .stdin(stdin)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn();
+        drop(write);
+        child = spawned.context("spawn runsbx sandbox")?;
+        read
+    };
+    let stderr = child.stderr.take().expect("piped");
+    std::thread::spawn(move || relay_stderr(id, stderr));
+    let mut status = BufReader::new(File::from(read));
+    let mut line = String::new();
+    let pid = loop {
+        line.clear();
+        if status.read_line(&mut line).unwrap_or(0) == 0 {
+            let _ = child.wait();
+            bail!("the session's sandbox ended before its workload started");
+        }
+        let event: Value = serde_json::from_str(&line).unwrap_or_default();
+        match event["event"].as_str() {
+            Some("start") => break event["pid"].as_i64().unwrap_or(0) as i32,
+            Some("exit") => {
+                let _ = child.wait();
+                bail!(
+                    "the session's sandbox failed: {}",
+                    event["message"].as_str().unwrap_or("no message")
+                );
+            }
+            _ => {}
+        }
+    };
+    Ok((child, status, pid))
 }
 
 impl Session {
     /// Starts `runsbx GLOBAL... sandbox --status-fd FD ARGS...` and waits
     /// for the workload's PID.
     pub fn start(id: u64, exe: &Path, global: &[String], args: &[String]) -> Result<Self> {
-        let mut child;
-        let read = {
-            let _spawning = SPAWN.lock().unwrap_or_else(|e| e.into_inner());
-            // Close-on-exec from the start, and made under the lock: a
-            // session spawned meanwhile by another thread must not inherit
-            // either end (its runsbx would hold this session's status pipe
-            // open, and `finish` would wait for that other session's end).
-            let (read, write): (OwnedFd, OwnedFd) =
-                nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("status pipe")?;
-            inheritable(&write)?;
-            let spawned = Command::new(exe)
-                .args(global)
-                .args(["sandbox", "--status-fd"])
-                .arg(write.as_raw_fd().to_string())
-                .args(args)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn();
-            drop(write);
-            child = spawned.context("spawn runsbx sandbox")?;
-            read
-        };
-        let stderr = child.stderr.take().expect("piped");
-        std::thread::spawn(move || relay_stderr(id, stderr));
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().expect("piped"));
-        let mut status = BufReader::new(File::from(read));
-        let mut line = String::new();
-        let pid = loop {
-            line.clear();
-            if status.read_line(&mut line).unwrap_or(0) == 0 {
-                let _ = child.wait();
-                bail!("the session's sandbox ended before its workload started");
-            }
-            let event: Value = serde_json::from_str(&line).unwrap_or_default();
-            match event["event"].as_str() {
-                Some("start") => break event["pid"].as_i64().unwrap_or(0) as i32,
-                Some("exit") => {
-                    let _ = child.wait();
-                    bail!(
-                        "the session's sandbox failed: {}",
-                        event["message"].as_str().unwrap_or("no message")
-                    );
-                }
-                _ => {}
-            }
-        };
+        let (mut child, status, pid) = spawn_sandbox(id, exe, global, args, Stdio::piped())?;
+        let stdin: Box<dyn Write + Send> = Box::new(child.stdin.take().expect("piped"));
+        let stdout: Box<dyn Read + Send> = Box::new(child.stdout.take().expect("piped"));
         Ok(Self {
             id,
-            killer: Killer(Arc::new(Mutex::new(Some(child.id() as i32)))),
+            killer: Killer::new(Target::Runsbx(child.id() as i32)),
             pid,
-            child,
-            stdin,
-            stdout,
-            status,
+            stdin: Some(stdin),
+            stdout: BufReader::new(stdout),
+            runner: Runner::Sandbox { child, status },
+        })
+    }
+
+    /// A session of the fork server: `stream` its stdin and stdout.
+    pub(super) fn forked(
+        id: u64,
+        pid: i32,
+        stream: std::os::unix::net::UnixStream,
+        forked: super::fork::Forked,
+    ) -> Result<Self> {
+        let stdin: Box<dyn Write + Send> = Box::new(stream.try_clone().context("session stream")?);
+        let stdout: Box<dyn Read + Send> = Box::new(stream);
+        Ok(Self {
+            id,
+            killer: Killer::new(Target::Forked(forked.pidfd.clone())),
+            pid,
+            stdin: Some(stdin),
+            stdout: BufReader::new(stdout),
+            runner: Runner::Forked(forked),
         })
     }
 
@@ -130,28 +192,43 @@ impl Session {
         self.killer.kill();
     }
 
-    /// Whether its runsbx still runs (a warm session can die in the pool).
+    /// Whether it still runs (a warm session can die in the pool).
     pub fn alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        match &mut self.runner {
+            Runner::Sandbox { child, .. } => matches!(child.try_wait(), Ok(None)),
+            Runner::Forked(f) => matches!(f.pidfd.exited_within(0), Ok(false)),
+        }
     }
 
-    /// Waits for runsbx to exit; returns its exit event (`{}` when it wrote
-    /// none).
+    /// Waits for the session to end; returns its exit event (`{}` when
+    /// there is none).
     pub fn finish(mut self) -> Value {
         drop(self.stdin.take());
-        let mut outcome = Value::Object(Default::default());
-        let mut line = String::new();
-        while self.status.read_line(&mut line).unwrap_or(0) > 0 {
-            if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                if v["event"] == "exit" {
-                    outcome = v;
+        match self.runner {
+            Runner::Sandbox {
+                mut child,
+                mut status,
+            } => {
+                let mut outcome = Value::Object(Default::default());
+                let mut line = String::new();
+                while status.read_line(&mut line).unwrap_or(0) > 0 {
+                    if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                        if v["event"] == "exit" {
+                            outcome = v;
+                        }
+                    }
+                    line.clear();
                 }
+                self.killer.disarm();
+                let _ = child.wait();
+                outcome
             }
-            line.clear();
+            Runner::Forked(f) => {
+                let outcome = f.finish();
+                self.killer.disarm();
+                outcome
+            }
         }
-        *self.killer.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        let _ = self.child.wait();
-        outcome
     }
 }
 
@@ -165,7 +242,7 @@ fn inheritable(fd: &OwnedFd) -> Result<()> {
 /// The session's stderr (runsbx's own lines, and whatever the workload
 /// writes to fd 2) on the server's, each line prefixed with the session;
 /// capped, so that a workload cannot flood the operator's log.
-fn relay_stderr(id: u64, stderr: std::process::ChildStderr) {
+pub(super) fn relay_stderr(id: u64, stderr: impl Read) {
     const MAX_LINES: usize = 20;
     const SHOWN: usize = 500;
     let mut lines = BufReader::new(stderr);
