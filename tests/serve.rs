@@ -357,16 +357,30 @@ fn a_client_beyond_max_sessions_is_refused_with_one_line() {
     server.stop();
 }
 
-#[test]
-fn a_failing_preload_fails_the_server_with_one_line() {
+in_both_modes!(
+    a_failing_preload_fails_the_server_with_one_line,
+    a_failing_preload_fails_the_server_with_one_line_forked,
+    failing_preload
+);
+
+fn failing_preload(mode: &[&str]) {
     let env = Env::new();
+    let tmpdir = env.traversable_tmpdir();
     let socket = env.tmp.path().join("serve.sock");
-    let out = env.run_cmd(env.cmd().arg("serve").arg("--listen").arg(&socket).args([
-        "--preload",
-        "import no_such_module",
-        "--",
-        "/usr/bin/python3",
-    ]));
+    let out = env.run_cmd(
+        env.cmd()
+            .env("TMPDIR", &tmpdir)
+            .arg("serve")
+            .arg("--listen")
+            .arg(&socket)
+            .args(mode)
+            .args([
+                "--preload",
+                "import no_such_module",
+                "--",
+                "/usr/bin/python3",
+            ]),
+    );
     assert!(!out.status.success());
     let err = stderr_of(&out);
     let errors: Vec<_> = err
@@ -379,6 +393,38 @@ fn a_failing_preload_fails_the_server_with_one_line() {
         "{err}"
     );
     assert!(!socket.exists());
+    assert_no_leftovers(&env, &tmpdir);
+}
+
+/// The fork server is PID 1 of its sessions' namespace: killed, it takes
+/// them with it; the server goes on and starts another.
+#[test]
+fn a_killed_fork_server_ends_its_sessions_and_is_replaced() {
+    let server = Server::start(&["--warm", "1", "--fork-server"]);
+    let (mut a, pid) = server.session();
+    assert_eq!(a.ok("print(1)"), "1\n");
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let ppid: i32 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("PPid:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let exe = fs::read_link(format!("/proc/{ppid}/exe")).unwrap();
+    assert_eq!(exe, fs::canonicalize("/usr/bin/python3").unwrap());
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(ppid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let end = a.line().expect("a last line");
+    assert_eq!(end["event"], "end", "{end}");
+    assert!(gone(pid, Duration::from_secs(5)));
+    let (mut b, _) = server.session();
+    assert_eq!(b.ok("print(3)"), "3\n");
+    drop((a, b));
+    server.stop();
 }
 
 #[test]

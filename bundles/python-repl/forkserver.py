@@ -32,6 +32,7 @@ Usage: python3 -I forkserver.py REPL_PY LAYERS_JSON
 import array
 import base64
 import ctypes
+import gc
 import importlib.util
 import io
 import json
@@ -125,6 +126,9 @@ def session(repl, env, layers, workdir, stream, err):
         landlock(layers, workdir)
         seccomp(layers["bpf"])
         reseed()
+        # The first request's path run once now, off the client's clock:
+        # the copy-on-write faults of what it touches happen here.
+        json.dumps(repl.run("pass", env))
         os.write(1, b'{"event": "confined"}\n')
         sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
         sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", line_buffering=True)
@@ -203,6 +207,11 @@ def main():
             req = json.loads(line)
             if "preload" in req:
                 ans = repl.run(req["preload"], env)
+                # What the preload made is never collected or moved: the
+                # collector's passes would otherwise write to (and so copy)
+                # the shared pages in every session.
+                gc.collect()
+                gc.freeze()
                 send({"ok": ans["ok"], "error": ans["error"]})
             elif "spawn" in req:
                 stream, err = fds[0], fds[1]

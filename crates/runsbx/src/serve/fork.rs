@@ -91,14 +91,26 @@ pub fn layers(policy: &LandlockPolicy, sessions: &Path) -> Result<Value> {
     let fs = |set: &std::collections::BTreeSet<FsRight>| {
         bits(FsRight::ALL, set.iter().copied(), FsRight::abi, abi)
     };
+    // The session's layer handles every right the kernel knows. A right the
+    // fork server's policy leaves unhandled is granted wherever that policy
+    // grants anything, so the session loses nothing there, and nowhere
+    // else: another session's workdir stays out of reach whatever the
+    // fork server's policy leaves open.
+    let handled = bits(
+        FsRight::ALL,
+        FsRight::ALL.iter().copied(),
+        FsRight::abi,
+        abi,
+    );
+    let extra = handled & !fs(&policy.handled_fs);
     let mut rules = Vec::new();
     let mut workdir = 0;
     for rule in &policy.path_beneath {
         for p in &rule.paths {
             if p == sessions {
-                workdir |= fs(&rule.allowed);
+                workdir |= fs(&rule.allowed) | extra;
             } else {
-                rules.push(json!([p, fs(&rule.allowed)]));
+                rules.push(json!([p, fs(&rule.allowed) | extra]));
             }
         }
     }
@@ -115,7 +127,7 @@ pub fn layers(policy: &LandlockPolicy, sessions: &Path) -> Result<Value> {
     use base64::Engine;
     let b64 = base64::engine::general_purpose::STANDARD;
     Ok(json!({
-        "handled_fs": fs(&policy.handled_fs),
+        "handled_fs": handled,
         "handled_net": bits(NetRight::ALL, policy.handled_net.iter().copied(), NetRight::abi, abi),
         "scoped": bits(ScopeRight::ALL, ScopeRight::ALL.iter().copied(), ScopeRight::abi, abi),
         "rules": rules,
@@ -300,7 +312,15 @@ impl ForkServer {
             let _ = pidfd.signal(nix::sys::signal::Signal::SIGKILL);
             bail!("the session is not confined: no_new_privs or its own seccomp filter missing");
         }
+        // The kernel's OOM killer, when the fork server's cgroup is full
+        // (`--memory` caps every session together), takes a session before
+        // the fork server, whose death would end every session.
+        if let Err(e) = std::fs::write(format!("/proc/{host}/oom_score_adj"), "500") {
+            tracing::debug!("session {id}: oom_score_adj: {e}");
+        }
         let forked = Forked {
+            host,
+            rss_limit: self.rss_limit,
             pidfd: pidfd.clone(),
             nspid,
             exits: self.exits.clone(),
@@ -309,7 +329,6 @@ impl ForkServer {
             peak: Arc::new(AtomicU64::new(0)),
             over: Arc::new(AtomicBool::new(false)),
         };
-        forked.watch(host, self.rss_limit);
         Session::forked(id, host, stream, forked)
     }
 
@@ -351,6 +370,8 @@ impl Drop for ForkServer {
 
 /// A forked session as the server holds it.
 pub struct Forked {
+    host: i32,
+    rss_limit: Option<u64>,
     pub pidfd: Arc<Pidfd>,
     nspid: i32,
     exits: Arc<Exits>,
@@ -363,9 +384,12 @@ pub struct Forked {
 }
 
 impl Forked {
-    /// Samples the session's own memory (what it does not share with the
-    /// fork server) until it ends; past `limit`, kills it.
-    fn watch(&self, host: i32, limit: Option<u64>) {
+    /// From hand-out (a warm session runs nothing), samples the session's
+    /// own memory (what it does not share with the fork server) until it
+    /// ends; past `--rss-limit`, kills it. Not while warm: each sample walks
+    /// its page tables, which the session's own page faults would wait on.
+    pub fn handed_out(&self) {
+        let (host, limit) = (self.host, self.rss_limit);
         let (pidfd, peak, over) = (self.pidfd.clone(), self.peak.clone(), self.over.clone());
         std::thread::spawn(move || {
             while let Ok(false) = pidfd.exited_within(100) {

@@ -447,6 +447,7 @@ impl Server {
         };
         pool.waiting -= 1;
         pool.live.insert(s.id, s.killer.clone());
+        s.handed_out();
         self.changed.notify_all();
         Ok(s)
     }

@@ -192,6 +192,13 @@ impl Session {
         self.killer.kill();
     }
 
+    /// Called as a client gets it.
+    pub fn handed_out(&self) {
+        if let Runner::Forked(f) = &self.runner {
+            f.handed_out();
+        }
+    }
+
     /// Whether it still runs (a warm session can die in the pool).
     pub fn alive(&mut self) -> bool {
         match &mut self.runner {
