@@ -62,6 +62,8 @@ pub struct Monitor {
     /// Continue the workload whenever it stops (see
     /// [`Monitor::continue_stopped`]).
     continue_stopped: bool,
+    /// Leave the signals blocked when dropped (see [`Monitor::keep_blocked`]).
+    keep_blocked: bool,
 }
 
 impl Monitor {
@@ -82,7 +84,16 @@ impl Monitor {
             kill_on: Vec::new(),
             on_winch: None,
             continue_stopped: false,
+            keep_blocked: false,
         })
+    }
+
+    /// When dropped, leaves the signals blocked (they stay pending) instead
+    /// of restoring the mask: the caller restores it once its own clean-up
+    /// is done, so that a SIGTERM arriving meanwhile cannot end the process
+    /// half way through it.
+    pub fn keep_blocked(&mut self) {
+        self.keep_blocked = true;
     }
 
     /// Turns these signals, when runsbx receives them, into SIGKILL for the
@@ -179,7 +190,10 @@ pub struct Finished {
 
 impl Drop for Monitor {
     fn drop(&mut self) {
-        let _ = nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&self.old), None);
+        if !self.keep_blocked {
+            let _ =
+                nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&self.old), None);
+        }
     }
 }
 

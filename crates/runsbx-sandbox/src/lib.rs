@@ -145,6 +145,21 @@ impl Sandbox {
 /// in the start event and the report, the posture check. The private
 /// workdir and the bundle are removed before it returns.
 pub fn run(rt: &Runtime, sandbox: Sandbox, mut sup: Supervision) -> Result<Outcome> {
+    // Stops: the bundle and the private workdir left behind when the
+    // caller's SIGTERM (a supervisor, the Python and Node packages' close)
+    // lands after the workload ended, while they are being removed: the
+    // signal waits until they are gone, then takes effect.
+    let mask = nix::sys::signal::SigSet::thread_get_mask();
+    sup.hold_signals = true;
+    let outcome = run_held(rt, sandbox, sup);
+    if let Ok(mask) = mask {
+        let _ = mask.thread_set_mask();
+    }
+    outcome
+}
+
+/// [`run`], with the signals left blocked after the workload (`hold_signals`).
+fn run_held(rt: &Runtime, sandbox: Sandbox, mut sup: Supervision) -> Result<Outcome> {
     sup.isolation = Some(sandbox.isolation);
     sup.setup_status = 125;
     sup.ro_hint = true;

@@ -54,7 +54,10 @@ pub fn direct(rt: &Runtime, d: Direct, mut sup: Supervision) -> Result<Outcome> 
     let kill = || {
         let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
     };
-    let monitor = Monitor::new()?.kill_on(&sup.kill_on).continue_stopped();
+    let mut monitor = Monitor::new()?.kill_on(&sup.kill_on).continue_stopped();
+    if sup.hold_signals {
+        monitor.keep_blocked();
+    }
     // After exec (there is no "before start" here); a workload that already
     // exited leaves nothing to check.
     // Root left for an unprivileged uid with an empty bounding set

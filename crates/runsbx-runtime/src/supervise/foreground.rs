@@ -33,7 +33,7 @@ pub fn foreground(
     let Started {
         owned,
         pid,
-        monitor,
+        mut monitor,
         mut tty,
         proxy,
     } = match result {
@@ -46,6 +46,9 @@ pub fn foreground(
             return Err(e);
         }
     };
+    if sup.hold_signals {
+        monitor.keep_blocked();
+    }
     sup.started(pid.as_raw(), Some(&id));
     // Threads only now that init is forked (see Relay::serve); until then a
     // client's connections wait in the listen queue.

@@ -63,6 +63,10 @@ pub struct Supervision {
     /// `sandbox --allow-net`: the proxy served on 127.0.0.1:PROXY_PORT in
     /// the container's network namespace, from before start to the end.
     pub egress: Option<crate::egress::Proxy>,
+    /// Once the workload runs, its signals stay blocked when the run
+    /// returns (pending, not lost): the caller, which has its own clean-up
+    /// to do after (a sandbox's bundle and workdir), restores the mask then.
+    pub hold_signals: bool,
 }
 
 impl Default for Supervision {
@@ -79,6 +83,7 @@ impl Default for Supervision {
             relay: None,
             isolation: None,
             egress: None,
+            hold_signals: false,
         }
     }
 }
