@@ -183,7 +183,17 @@ fn run_python_keeps_state_returns_figures_and_reads_the_workdir() {
 
 #[test]
 fn a_call_past_a_limit_says_so_and_the_next_starts_fresh() {
-    let mut c = Client::start(&["--call-timeout", "3s", "--rss-limit", "200M"]);
+    past_a_limit(&[]);
+}
+
+/// The same with the session forked from a fork server (`--fork-server`).
+#[test]
+fn a_call_past_a_limit_says_so_and_the_next_starts_fresh_forked() {
+    past_a_limit(&["--fork-server", "--preload", "import json"]);
+}
+
+fn past_a_limit(mode: &[&str]) {
+    let mut c = Client::start(&[&["--call-timeout", "3s", "--rss-limit", "200M"], mode].concat());
     c.python("x = 1");
     let (err, text, _) = c.python("while True: pass");
     assert!(err && text.contains("timeout"), "{text}");

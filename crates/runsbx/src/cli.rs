@@ -596,11 +596,6 @@ pub struct Serve {
     /// End a session this long after it is handed out (10s, 2m).
     #[arg(long, value_name = "DURATION")]
     pub session_timeout: Option<String>,
-    /// Fork each session from one sandboxed interpreter that ran the
-    /// preload once, instead of starting a sandbox per session (see
-    /// docs/sandbox.md, "Warm sessions", for what sessions then share).
-    #[arg(long)]
-    pub fork_server: bool,
     #[command(flatten)]
     pub session: SessionFlags,
 }
@@ -608,6 +603,11 @@ pub struct Serve {
 /// How each REPL session of `serve` and `mcp` is sandboxed.
 #[derive(Debug, Args)]
 pub struct SessionFlags {
+    /// Fork each session from one sandboxed interpreter that ran the
+    /// preload once, instead of starting a sandbox per session (see
+    /// docs/sandbox.md, "Warm sessions", for what sessions then share).
+    #[arg(long)]
+    pub fork_server: bool,
     /// End a session whose interpreter's RSS exceeds SIZE (512M, 1G).
     #[arg(long, value_name = "SIZE")]
     pub rss_limit: Option<String>,

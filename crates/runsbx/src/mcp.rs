@@ -191,6 +191,9 @@ impl Inner {
             let mut guard = inner.session.lock().unwrap_or_else(|e| e.into_inner());
             if guard.is_none() && !inner.closing.load(Ordering::SeqCst) {
                 *guard = inner.factory.start().ok();
+                if let Some(s) = guard.as_ref() {
+                    s.handed_out();
+                }
             }
         });
     }
@@ -214,7 +217,10 @@ impl Inner {
         let mut guard = self.session.lock().unwrap_or_else(|e| e.into_inner());
         if guard.is_none() {
             match self.factory.start() {
-                Ok(s) => *guard = Some(s),
+                Ok(s) => {
+                    s.handed_out();
+                    *guard = Some(s)
+                }
                 Err(e) => {
                     return Answer::Failed(error(format!("the sandbox did not start: {e:#}")))
                 }

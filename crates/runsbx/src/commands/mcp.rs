@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 
-use super::serve::{global_args, sandbox_args};
+use super::serve::{fork_config, global_args, sandbox_args};
 use super::Ctx;
 use crate::cli::Mcp;
 use crate::serve::{Factory, SessionConfig};
@@ -11,7 +11,8 @@ pub fn run(ctx: &Ctx, a: Mcp) -> Result<u8> {
     let t = &a.call_timeout;
     let call_timeout = runsbx_runtime::guard::parse_duration(t)
         .with_context(|| format!("--call-timeout {t:?}: not a duration"))?;
-    let mut sandbox = sandbox_args(&a.session, true)?;
+    let fork = fork_config(&a.session)?;
+    let mut sandbox = sandbox_args(&a.session, fork.is_none())?;
     // Figures render to PNG without a display (the operator's --env wins).
     if !a
         .session
@@ -27,7 +28,7 @@ pub fn run(ctx: &Ctx, a: Mcp) -> Result<u8> {
         sandbox,
         python: a.session.command,
         preload: a.preload,
-        fork: None,
+        fork,
     })?;
     crate::mcp::run(factory, Some(call_timeout))
 }

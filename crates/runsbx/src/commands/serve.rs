@@ -17,18 +17,7 @@ pub fn run(ctx: &Ctx, a: Serve) -> Result<u8> {
                 .with_context(|| format!("--session-timeout {t:?}: not a duration"))
         })
         .transpose()?;
-    let fork = match a.fork_server {
-        true => {
-            if a.session.isolation == crate::cli::Isolation::Landlock {
-                bail!("--fork-server needs the namespaces mode: its sessions share the fork server's pid namespace");
-            }
-            Some(ForkConfig {
-                ro: a.session.inside.ro.clone(),
-                rss_limit: a.session.rss_limit.as_deref().map(size).transpose()?,
-            })
-        }
-        false => None,
-    };
+    let fork = fork_config(&a.session)?;
     let sandbox = sandbox_args(&a.session, fork.is_none())?;
     serve::run(
         Config {
@@ -45,6 +34,20 @@ pub fn run(ctx: &Ctx, a: Serve) -> Result<u8> {
             fork,
         },
     )
+}
+
+/// `--fork-server`'s part of the session config.
+pub fn fork_config(a: &SessionFlags) -> Result<Option<ForkConfig>> {
+    if !a.fork_server {
+        return Ok(None);
+    }
+    if a.isolation == crate::cli::Isolation::Landlock {
+        bail!("--fork-server needs the namespaces mode: its sessions share the fork server's pid namespace");
+    }
+    Ok(Some(ForkConfig {
+        ro: a.inside.ro.clone(),
+        rss_limit: a.rss_limit.as_deref().map(size).transpose()?,
+    }))
 }
 
 fn size(s: &str) -> Result<u64> {
