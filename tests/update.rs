@@ -441,3 +441,37 @@ fn update_cpu_idle_with_shares_goes_both_ways() {
     assert_ne!(shares(), created, "--cpu-share 200 given while idle");
     env.ok(&["delete", "--force", &id]);
 }
+
+/// runc 1.2's "update cpu burst": a burst of 0 is written (it was taken for
+/// "unchanged" and the old burst stayed), from the flag and from
+/// `--resources`, and kept by a later update of something else.
+#[test]
+fn update_cpu_burst_back_to_zero() {
+    let env = Env::new();
+    let _c = Cleanup(&env);
+    let id = unique_id("burst0");
+    let res = serde_json::json!({
+        "cpu": { "quota": 500000, "period": 1000000 },
+        "pids": { "limit": 64 }
+    });
+    let (_b, pid) = running(&env, &id, &["sleep", "1000"], res);
+    let burst = || read(cgroup_file(pid, "cpu", "cpu.cfs_burst_us", "cpu.max.burst"));
+    let set = |b: &str| {
+        env.ok(&["update", "--cpu-period", "900000", "--cpu-burst", b, &id]);
+    };
+    set("500000");
+    assert_eq!(burst(), "500000");
+    set("0");
+    assert_eq!(burst(), "0", "--cpu-burst 0");
+    env.ok(&["update", "--pids-limit", "40", &id]);
+    assert_eq!(burst(), "0", "kept by another update");
+    set("500000");
+    let out = with_stdin(
+        &env,
+        &["update", "-r", "-", &id],
+        br#"{"cpu": {"burst": 0}}"#,
+    );
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(burst(), "0", "--resources burst 0");
+    env.ok(&["delete", "--force", &id]);
+}
