@@ -343,6 +343,84 @@ fn an_open_host_fd_is_not_visible_inside() {
     );
 }
 
+/// runc 1.2's "runc create [detect fd leak as comprehensively as
+/// possible]": the init of a created container holds stdio and channels
+/// (sockets, pipes), nothing the caller or the create opened: not the
+/// caller's descriptors left without close-on-exec (runc's init never gets
+/// them), not the create lock (`.ID.create`, the create's own). The report
+/// FIFO stays until exec (init writes a failed start's error to it; its
+/// close at exec tells `start` the workload runs), close-on-exec. After
+/// `start`, the workload has 0, 1 and 2 only.
+#[test]
+fn a_created_init_holds_no_file_of_the_caller_or_the_create() {
+    let env = Env::new();
+    let _c = Cleanup(&env);
+    let b = env.bundle("b", &["ls", "/proc/self/fd"]);
+    let id = unique_id("initfd");
+    // fds 4 and 5 open in runsbx's caller without close-on-exec, as bats
+    // leaves its own. The workload's stdout is the create's: a file (a
+    // pipe would stay open in the created init), read after the start.
+    let listing = env.tmp.path().join("listing");
+    let out = env.run_cmd(
+        Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "exec 4</etc/hostname 5</dev/null >{}; exec {} --root {} create --bundle {} {id}",
+                listing.display(),
+                runsbx_bin().display(),
+                env.root.display(),
+                b.path()
+            ))
+            .stdin(Stdio::null()),
+    );
+    assert!(out.status.success(), "create: {}", stderr_of(&out));
+    let pid = env.state(&id)["pid"].as_i64().unwrap();
+    let mut held = Vec::new();
+    for entry in fs::read_dir(format!("/proc/{pid}/fd")).unwrap().flatten() {
+        let fd: i32 = entry.file_name().to_str().unwrap().parse().unwrap();
+        if fd <= 2 {
+            continue;
+        }
+        let Ok(target) = fs::read_link(entry.path()) else {
+            continue;
+        };
+        let target = target.to_string_lossy().into_owned();
+        let info = fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).unwrap_or_default();
+        let flags = info
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .and_then(|f| i64::from_str_radix(f.trim(), 8).ok())
+            .unwrap_or(0);
+        held.push((fd, target, flags & libc::O_CLOEXEC as i64 != 0));
+    }
+    // runc's list: ptys, anonymous inodes, sockets, pipes, an O_PATH
+    // handle on / or /proc; runsbx's report FIFO in the state dir.
+    let allowed = |t: &str| {
+        ["socket:[", "pipe:[", "anon_inode:"]
+            .iter()
+            .any(|p| t.starts_with(p))
+            || t == "/"
+            || t == "/proc"
+            || t.ends_with(&format!("/{id}/runsbx-report.fifo"))
+    };
+    let wrong: Vec<_> = held.iter().filter(|(_, t, _)| !allowed(t)).collect();
+    assert!(
+        wrong.is_empty(),
+        "init of a created container holds {wrong:?}"
+    );
+    let inherited: Vec<_> = held.iter().filter(|(_, _, cloexec)| !cloexec).collect();
+    assert!(
+        inherited.is_empty(),
+        "not close-on-exec, the workload would get them: {inherited:?}"
+    );
+    env.ok(&["start", &id]);
+    env.wait_status(&id, "stopped");
+    let text = fs::read_to_string(&listing).unwrap();
+    let fds: Vec<&str> = text.split_whitespace().collect();
+    // 0-2, and 3: the directory ls reads.
+    assert_eq!(fds, ["0", "1", "2", "3"], "the workload's descriptors");
+}
+
 fn probe() -> PathBuf {
     if let Some(p) = std::env::var_os("RUNSBX_PROBE") {
         return PathBuf::from(p);

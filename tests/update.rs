@@ -400,3 +400,78 @@ fn update_cpu_idle_like_runc() {
     env.ok(&["update", "--cpu-period", "10000", &id]);
     assert_eq!(idle(), "1", "another update cleared cpu.idle");
 }
+
+/// runc 1.2's "update cgroup cpu.idle" with the suite's cpu shares in the
+/// container's resources: the kernel refuses a shares (v2: weight) write
+/// with EINVAL while the group is idle, and runsbx's update rewrites the
+/// recorded shares each time. Going back to 0, and setting 1 again while
+/// already idle, failed; back at 0 the recorded shares are the group's
+/// again (the kernel resets them when idle is cleared).
+#[test]
+fn update_cpu_idle_with_shares_goes_both_ways() {
+    let env = Env::new();
+    let _c = Cleanup(&env);
+    let id = unique_id("idleshares");
+    let res = serde_json::json!({
+        "cpu": { "shares": 100, "quota": 500000, "period": 1000000 },
+        "pids": { "limit": 64 }
+    });
+    let (_b, pid) = running(&env, &id, &["sleep", "1000"], res);
+    let idle = || read(cgroup_file(pid, "cpu", "cpu.idle", "cpu.idle"));
+    let shares = || read(cgroup_file(pid, "cpu", "cpu.shares", "cpu.weight"));
+    let created = shares();
+    assert_eq!(idle(), "0");
+    for v in ["1", "1", "0", "1", "0"] {
+        let json = format!(r#"{{"cpu": {{"idle": {v}}}}}"#);
+        let out = with_stdin(&env, &["update", "-r", "-", &id], json.as_bytes());
+        assert!(out.status.success(), "-r idle {v}: {}", stderr_of(&out));
+        assert_eq!(idle(), v, "--resources idle {v}");
+    }
+    for v in ["1", "1", "0"] {
+        let out = env.run(&["update", "--cpu-idle", v, &id]);
+        assert!(out.status.success(), "--cpu-idle {v}: {}", stderr_of(&out));
+        assert_eq!(idle(), v, "--cpu-idle {v}");
+    }
+    assert_eq!(shares(), created, "the recorded shares after leaving idle");
+    // A shares change while idle is kept for when the group leaves it.
+    env.ok(&["update", "--cpu-idle", "1", &id]);
+    env.ok(&["update", "--cpu-share", "200", &id]);
+    assert_eq!(idle(), "1");
+    env.ok(&["update", "--cpu-idle", "0", &id]);
+    assert_ne!(shares(), created, "--cpu-share 200 given while idle");
+    env.ok(&["delete", "--force", &id]);
+}
+
+/// runc 1.2's "update cpu burst": a burst of 0 is written (it was taken for
+/// "unchanged" and the old burst stayed), from the flag and from
+/// `--resources`, and kept by a later update of something else.
+#[test]
+fn update_cpu_burst_back_to_zero() {
+    let env = Env::new();
+    let _c = Cleanup(&env);
+    let id = unique_id("burst0");
+    let res = serde_json::json!({
+        "cpu": { "quota": 500000, "period": 1000000 },
+        "pids": { "limit": 64 }
+    });
+    let (_b, pid) = running(&env, &id, &["sleep", "1000"], res);
+    let burst = || read(cgroup_file(pid, "cpu", "cpu.cfs_burst_us", "cpu.max.burst"));
+    let set = |b: &str| {
+        env.ok(&["update", "--cpu-period", "900000", "--cpu-burst", b, &id]);
+    };
+    set("500000");
+    assert_eq!(burst(), "500000");
+    set("0");
+    assert_eq!(burst(), "0", "--cpu-burst 0");
+    env.ok(&["update", "--pids-limit", "40", &id]);
+    assert_eq!(burst(), "0", "kept by another update");
+    set("500000");
+    let out = with_stdin(
+        &env,
+        &["update", "-r", "-", &id],
+        br#"{"cpu": {"burst": 0}}"#,
+    );
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(burst(), "0", "--resources burst 0");
+    env.ok(&["delete", "--force", &id]);
+}

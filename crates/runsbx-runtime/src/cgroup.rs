@@ -62,17 +62,36 @@ pub(crate) fn apply_resources(
 ) -> Result<()> {
     use libcgroups::common::{AnyCgroupManager, CgroupManager, ControllerOpt};
     let context = || format!("container {:?}: cgroup", c.id());
+    let failed = |err| RuntimeError::Cgroup {
+        context: context(),
+        err,
+    };
     let mut resources = std::borrow::Cow::Borrowed(resources);
-    if let (AnyCgroupManager::V1(_), Some(cpu)) = (m, resources.cpu().clone()) {
+    let v1 = matches!(m, AnyCgroupManager::V1(_));
+    let v2 = matches!(m, AnyCgroupManager::V2(_));
+    if let Some(mut cpu) = resources
+        .cpu()
+        .clone()
+        .filter(|c| v1 || (v2 && c.idle().is_some()))
+    {
         let config = c
             .spec()
             .map_err(|e| RuntimeError::lc(format!("container {:?}", c.id()), e))?;
-        if let Some(dir) = Dirs::of(&config.cgroup_path, "cpu").v1 {
-            write_cpu_pairs_v1(&dir, &cpu).map_err(|err| RuntimeError::Cgroup {
-                context: context(),
-                err,
-            })?;
-            resources.to_mut().set_cpu(Some(without_cpu_pairs(cpu)));
+        let dirs = Dirs::of(&config.cgroup_path, "cpu");
+        let dir = match v1 {
+            true => dirs.v1,
+            false => dirs.v2.into_iter().find(|d| d.is_dir()),
+        };
+        if let Some(dir) = dir {
+            if let Some(idle) = cpu.idle() {
+                write_idle_first(&dir, idle).map_err(failed)?;
+                cpu = without_idle(cpu, idle);
+            }
+            if v1 {
+                write_cpu_pairs_v1(&dir, &cpu).map_err(failed)?;
+                cpu = without_cpu_pairs(cpu);
+            }
+            resources.to_mut().set_cpu(Some(cpu));
         }
     }
     m.apply(&ControllerOpt {
@@ -82,6 +101,36 @@ pub(crate) fn apply_resources(
         freezer_state: None,
     })
     .map_err(|e| RuntimeError::cgroup(context(), e))
+}
+
+/// `cpu.idle`, written before the shares (v2: the weight), which
+/// libcgroups writes first: the kernel refuses a shares or weight write
+/// with EINVAL while the group is idle (`sched_group_set_shares`), and
+/// update writes the container's recorded shares each time, so going back
+/// to 0, or setting 1 again, failed. runc's update writes only the values
+/// it is given, and its suite's `update cgroup cpu.idle` goes 1, 0, 1 with
+/// shares in the config. Idle first makes the group take shares again
+/// before they are written.
+fn write_idle_first(dir: &Path, idle: i64) -> std::result::Result<(), String> {
+    let file = dir.join("cpu.idle");
+    fs::write(&file, idle.to_string())
+        .map_err(|e| format!("write {idle} to {}: {e}", file.display()))
+}
+
+/// `cpu` without its idle value (written by `write_idle_first`), and, when
+/// the group is now idle, without its shares: an idle group has the
+/// kernel's minimum weight whatever they say (the write would fail), and
+/// the recorded value is written again once idle goes back to 0 (the
+/// kernel resets the group's shares to its default then).
+fn without_idle(
+    mut cpu: libcontainer::oci_spec::runtime::LinuxCpu,
+    idle: i64,
+) -> libcontainer::oci_spec::runtime::LinuxCpu {
+    cpu.set_idle(None);
+    if idle != 0 {
+        cpu.set_shares(None);
+    }
+    cpu
 }
 
 /// cgroup v1's CFS period and quota, and RT period and runtime, written in

@@ -78,6 +78,10 @@ pub struct SandboxExecutor {
     /// The spec mounts a procfs on /proc: check in init that /proc is still
     /// that procfs's root once every mount is made (`check_proc_root`).
     pub proc_root: bool,
+    /// What init inherited from the create and must not hold while it
+    /// waits for `start` (`sys::fds::not_for_init`: the caller's leftovers,
+    /// the create lock), closed at the end of `validate`.
+    pub not_for_init: Vec<crate::sys::fds::NotForInit>,
 }
 
 impl SandboxExecutor {
@@ -194,6 +198,20 @@ impl Executor for SandboxExecutor {
                     names.join(", ")
                 );
             }
+        }
+        // Last, before init reports ready and waits for `start`: runc's
+        // init holds stdio and its channels then, nothing of its caller's
+        // (runc's suite lists /proc/<init>/fd of a created container).
+        // libcontainer has made these close-on-exec, so the workload never
+        // gets them; a created init held them until `start`. The create
+        // lock goes too: it is the create's, and a delete finds this init
+        // by state.json from here on (or by its cgroup, or it dies with a
+        // foreground runsbx: PR_SET_PDEATHSIG above). Kept: the report
+        // channel, close-on-exec, until exec (report.rs: its close at exec
+        // tells `start` the workload runs).
+        crate::sys::fds::close_not_for_init(&self.not_for_init);
+        if let Some(fd) = self.parent_pidfd {
+            let _ = nix::unistd::close(fd);
         }
         Ok(())
     }

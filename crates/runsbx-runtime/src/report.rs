@@ -88,6 +88,15 @@ impl PendingReport {
         }
     }
 
+    /// What init inherits of the channel but does not use: a pipe's read
+    /// end (the write end, close-on-exec, stays with it until exec).
+    pub fn not_for_init(&self) -> Option<RawFd> {
+        match &self.0 {
+            Pending::Fifo { .. } => None,
+            Pending::Pipe { read, .. } => Some(read.as_raw_fd()),
+        }
+    }
+
     /// Drops our copy of the write end, so that only init keeps it open; a
     /// FIFO moves into the container's state dir, a pipe's read end is
     /// returned.

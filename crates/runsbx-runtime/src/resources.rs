@@ -8,7 +8,8 @@ use libcontainer::oci_spec::runtime::{
     LinuxBlockIo, LinuxCpu, LinuxMemory, LinuxPids, LinuxResources,
 };
 
-/// What `update` changes. `None`, and zero as in runc, keep a value.
+/// What `update` changes. `None`, and zero as in runc, keep a value (but
+/// for `cpu_burst` and `cpu_idle`, where runc writes a 0 it is given).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ResourceUpdate {
     pub memory: Option<i64>,
@@ -117,7 +118,9 @@ pub fn merge(base: Option<&LinuxResources>, u: &ResourceUpdate) -> LinuxResource
     c.set_shares(keep(u.cpu_shares, c.shares()));
     c.set_period(keep(u.cpu_period, c.period()));
     c.set_quota(keep(u.cpu_quota, c.quota()));
-    c.set_burst(keep(u.cpu_burst, c.burst()));
+    // 0 is a value, as in runc (`--cpu-burst 0` turns the burst off; runc
+    // writes whatever burst it is given): not "unchanged".
+    c.set_burst(u.cpu_burst.or(c.burst()));
     c.set_idle(u.cpu_idle.or(c.idle())); // 0 is a value: leave SCHED_IDLE
     c.set_realtime_period(keep(u.cpu_rt_period, c.realtime_period()));
     c.set_realtime_runtime(keep(u.cpu_rt_runtime, c.realtime_runtime()));

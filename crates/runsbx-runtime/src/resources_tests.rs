@@ -160,3 +160,18 @@ fn cpu_idle_is_zero_or_one_and_zero_is_a_value() {
         0
     );
 }
+
+#[test]
+fn a_cpu_burst_of_zero_is_a_value_and_none_keeps_it() {
+    let base = json!({ "cpu": { "quota": 500000, "period": 1000000, "burst": 500000 } });
+    let off = ResourceUpdate {
+        cpu_burst: Some(0),
+        ..Default::default()
+    };
+    assert_eq!(merged(base.clone(), &off)["cpu"]["burst"], 0);
+    let other = ResourceUpdate {
+        pids_limit: Some(5),
+        ..Default::default()
+    };
+    assert_eq!(merged(base, &other)["cpu"]["burst"], 500000);
+}

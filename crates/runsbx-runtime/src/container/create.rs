@@ -46,6 +46,9 @@ struct Plan {
     /// A terminal in the foreground: runsbx makes the console socket and
     /// relays the pty (console/).
     own_console: bool,
+    /// What init closes before it waits for `start` (executor.rs), known
+    /// once the lock and the report are made.
+    not_for_init: Vec<crate::sys::fds::NotForInit>,
 }
 
 impl Runtime {
@@ -60,7 +63,7 @@ impl Runtime {
             "config.json: process.oomScoreAdj",
         )?;
         self.ensure_root()?;
-        let _lock = self.claim_id(&opts.id, plan.delegated)?;
+        let lock = self.claim_id(&opts.id, plan.delegated)?;
         let dir = self.dir(&opts.id);
         let console = match plan.own_console {
             true => Some(crate::console::ConsoleSocket::listen(&self.root)?),
@@ -75,6 +78,10 @@ impl Runtime {
             true => PendingReport::pipe()?,
             false => PendingReport::new(&self.root, &opts.id)?,
         };
+        // Right before the fork: the table init inherits.
+        let mut own = lock.descriptors();
+        own.extend(report.not_for_init());
+        plan.not_for_init = crate::sys::fds::not_for_init(opts.preserve_fds, &own);
         let console_path = console.as_ref().map(|c| c.path());
         let forked = self.fork_init(&opts, &mut plan, report, &dir, copy.as_ref(), console_path);
         // libcontainer has read it and forked.
@@ -186,6 +193,7 @@ impl Runtime {
             caps_kept: Default::default(),
             loopback: !opts.loopback_down,
             own_console: terminal && !opts.detach,
+            not_for_init: Vec::new(),
         })
     }
 
@@ -302,6 +310,7 @@ impl Runtime {
             ),
             reset_affinity: !opts.keep_affinity,
             proc_root: crate::spec::facts::mounts_proc(&plan.bundle.spec),
+            not_for_init: std::mem::take(&mut plan.not_for_init),
             ..SandboxExecutor::new(plan.seccomp.take(), plan.policy.landlock.clone())
         };
         // libcontainer brings init's errors back as their first line only

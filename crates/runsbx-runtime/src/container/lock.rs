@@ -101,6 +101,16 @@ impl CreateLock {
         }))
     }
 
+    /// Its descriptors (the lock, and the marker when taken for a create),
+    /// which the create's init closes before it waits for `start`.
+    pub(super) fn descriptors(&self) -> Vec<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        let marker = self._marker.as_ref().map(|m| m.as_raw_fd());
+        std::iter::once(self.file.as_raw_fd())
+            .chain(marker)
+            .collect()
+    }
+
     /// For a create that fails because the container exists: a file that
     /// was there before may be a dead create's, whose orphans hold it until
     /// a delete finds them by it, so it stays.
@@ -123,10 +133,13 @@ impl CreateLock {
 /// (tests/faults.rs `sigkill_during_create_and_run`).
 ///
 /// `create` also keeps the file open read-only (`_marker`). Both of its
-/// descriptors are inherited: libcontainer's intermediate process and init
-/// hold them until they exit or exec (close-on-exec). After a create was
-/// killed half-way, `delete` finds what is left of it by that pair
-/// ([`CreateLock::kill_orphans`]).
+/// descriptors are inherited: libcontainer's intermediate process holds
+/// them until it exits, init until the end of its set-up (the executor's
+/// `validate` closes them, so that a created container's init holds
+/// nothing of the create's, as runc's does not). After a create was killed
+/// half-way, `delete` finds what is left of it by that pair
+/// ([`CreateLock::kill_orphans`]); an init past its set-up is found by
+/// state.json, its cgroup, or died with its foreground runsbx.
 pub(super) struct CreateLock {
     pub(super) path: PathBuf,
     pub(super) file: fs::File,

@@ -103,6 +103,67 @@ pub fn take_inherited(fd: RawFd) -> std::io::Result<std::fs::File> {
     Ok(unsafe { std::fs::File::from_raw_fd(fd) })
 }
 
+/// A descriptor of the creating runsbx that its init must not keep, with
+/// the file it names, so that init closes that number only while it still
+/// names the same file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotForInit {
+    pub fd: RawFd,
+    dev: u64,
+    ino: u64,
+}
+
+/// What the init about to be forked from this process would inherit and
+/// must not hold while it waits for `start` ([`close_not_for_init`]):
+/// `own`, the create's descriptors (its lock), and every descriptor above
+/// the preserved ones (`--preserve-fds`, and `LISTEN_FDS` as libcontainer
+/// reads it) that is not close-on-exec. runsbx opens all of its own
+/// close-on-exec, so those came from runsbx's caller, left open across its
+/// exec: runc's init never gets them (it is exec'd with stdio and the fds
+/// it needs), runsbx's is forked and inherits the whole table.
+pub fn not_for_init(preserve_fds: i32, own: &[RawFd]) -> Vec<NotForInit> {
+    let listen = std::env::var("LISTEN_FDS")
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(0);
+    let preserved_end = 3 + preserve_fds.max(0) + listen;
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    let open: Vec<RawFd> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    open.into_iter()
+        .filter(|&fd| {
+            own.contains(&fd)
+                || (fd >= preserved_end
+                    && nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFD)
+                        .is_ok_and(|f| f & libc::FD_CLOEXEC == 0))
+        })
+        .filter_map(|fd| {
+            let st = nix::sys::stat::fstat(fd).ok()?;
+            Some(NotForInit {
+                fd,
+                dev: st.st_dev,
+                ino: st.st_ino,
+            })
+        })
+        .collect()
+}
+
+/// In init: closes each of `fds` that still names its file.
+pub fn close_not_for_init(fds: &[NotForInit]) {
+    for held in fds {
+        let same = nix::sys::stat::fstat(held.fd)
+            .is_ok_and(|st| st.st_dev == held.dev && st.st_ino == held.ino);
+        if same {
+            let _ = nix::unistd::close(held.fd);
+        }
+    }
+}
+
 /// Restores the default SIGPIPE action (Rust ignores it), so that a command
 /// writing into a closed pipe ends quietly instead of panicking in print.
 pub fn default_sigpipe() {
@@ -114,8 +175,51 @@ pub fn default_sigpipe() {
 
 #[cfg(test)]
 mod tests {
-    use super::open_null_at;
+    use super::{close_not_for_init, not_for_init, open_null_at};
+    use std::os::fd::AsRawFd;
     use std::path::Path;
+
+    #[test]
+    fn init_is_spared_the_callers_leftovers_and_the_creates_own() {
+        let own = std::fs::File::open("/dev/null").unwrap();
+        let kept = std::fs::File::open("/").unwrap();
+        // A caller's descriptor: open across exec.
+        let leftover = std::fs::File::open("/proc/self/cmdline").unwrap();
+        nix::fcntl::fcntl(
+            leftover.as_raw_fd(),
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+        )
+        .unwrap();
+        let listed = not_for_init(0, &[own.as_raw_fd()]);
+        let fds: Vec<_> = listed.iter().map(|h| h.fd).collect();
+        assert!(fds.contains(&own.as_raw_fd()), "{fds:?}");
+        assert!(fds.contains(&leftover.as_raw_fd()), "{fds:?}");
+        assert!(
+            !fds.contains(&kept.as_raw_fd()),
+            "close-on-exec: runsbx's own"
+        );
+        // Preserved: a number below 3 + preserve_fds is left alone.
+        let beyond = leftover.as_raw_fd() - 2;
+        let preserved: Vec<_> = not_for_init(beyond, &[]).iter().map(|h| h.fd).collect();
+        assert!(!preserved.contains(&leftover.as_raw_fd()), "{preserved:?}");
+        // Closed only while the number names the same file. At a number
+        // far above what the other tests' threads get (the lowest free one).
+        let high = 901;
+        nix::unistd::dup2(own.as_raw_fd(), high).unwrap();
+        let entry = not_for_init(0, &[high])
+            .into_iter()
+            .find(|h| h.fd == high)
+            .unwrap();
+        nix::unistd::dup2(leftover.as_raw_fd(), high).unwrap();
+        close_not_for_init(&[entry]);
+        assert!(
+            nix::fcntl::fcntl(high, nix::fcntl::FcntlArg::F_GETFD).is_ok(),
+            "another file now"
+        );
+        nix::unistd::dup2(own.as_raw_fd(), high).unwrap();
+        close_not_for_init(&[entry]);
+        assert!(nix::fcntl::fcntl(high, nix::fcntl::FcntlArg::F_GETFD).is_err());
+    }
 
     #[test]
     fn only_the_null_device_is_opened_as_dev_null() {
