@@ -22,6 +22,7 @@ use oci_spec::runtime::{LinuxNamespaceType, Spec};
 use super::{
     FsRight, LandlockError, LandlockPolicy, NetPortRule, NetRight, PathBeneathRule, ScopeRight,
 };
+use crate::spec_facts;
 
 /// The ABI whose filesystem rights `auto` and `sandbox` handle: 5, the first
 /// with `ioctl_dev`. Later ABIs add no filesystem right runsbx relies on
@@ -128,9 +129,9 @@ pub fn auto(spec: &Spec) -> LandlockPolicy {
         let Some(dest) = container_path(mount.destination()) else {
             continue;
         };
-        let options = mount.options().as_deref().unwrap_or_default();
-        let ro = last_of(options, "ro", "rw").unwrap_or(false);
-        let noexec = last_of(options, "noexec", "exec").unwrap_or(false);
+        let options = || mount.options().iter().flatten().map(String::as_str);
+        let ro = spec_facts::options_readonly(options());
+        let noexec = spec_facts::options_last(options(), "noexec", "exec").unwrap_or(false);
         let read = set(&[FsRight::ReadFile, FsRight::ReadDir]);
         let mut rights = match mount.typ().as_deref() {
             Some("proc") if ro => read,
@@ -177,12 +178,7 @@ pub fn auto(spec: &Spec) -> LandlockPolicy {
         }
     }
 
-    let namespaces = spec
-        .linux()
-        .as_ref()
-        .and_then(|l| l.namespaces().clone())
-        .unwrap_or_default();
-    let has_ns = |kind: LinuxNamespaceType| namespaces.iter().any(|n| n.typ() == kind);
+    let has_ns = |kind| spec_facts::namespace(spec, kind) != spec_facts::NsFact::Host;
     let mut scoped = BTreeSet::new();
     if !has_ns(LinuxNamespaceType::Pid) {
         scoped.insert(ScopeRight::Signal);
@@ -202,14 +198,6 @@ pub fn auto(spec: &Spec) -> LandlockPolicy {
 }
 
 /// Which of two opposite mount options comes last, if either appears.
-fn last_of(options: &[String], yes: &str, no: &str) -> Option<bool> {
-    options.iter().rev().find_map(|o| match o.as_str() {
-        o if o == yes => Some(true),
-        o if o == no => Some(false),
-        _ => None,
-    })
-}
-
 /// A spec path as an absolute container path: relative destinations are
 /// taken from `/` as libcontainer does; `.` is dropped; `..` refuses.
 fn container_path(path: &Path) -> Option<PathBuf> {
