@@ -109,6 +109,13 @@ pub fn layers(policy: &LandlockPolicy, sessions: &Path) -> Result<Value> {
         for p in &rule.paths {
             if p == sessions {
                 workdir |= fs(&rule.allowed) | extra;
+            } else if p.starts_with(sessions) || sessions.starts_with(p) {
+                // Stops: a grant on (or above) the sessions directory carried
+                // into a session's layer, which would open the others'.
+                bail!(
+                    "--fork-server: the fork server's policy grants on {}, which holds the sessions",
+                    p.display()
+                );
             } else {
                 rules.push(json!([p, fs(&rule.allowed) | extra]));
             }
@@ -384,18 +391,32 @@ pub struct Forked {
 }
 
 impl Forked {
-    /// From hand-out (a warm session runs nothing), samples the session's
+    /// From hand-out (a warm session runs nothing), watches the session's
     /// own memory (what it does not share with the fork server) until it
-    /// ends; past `--rss-limit`, kills it. Not while warm: each sample walks
-    /// its page tables, which the session's own page faults would wait on.
+    /// ends; past `--rss-limit`, kills it. Every [`guard::RSS_POLL`] (as
+    /// `sandbox --rss-limit` polls), the growth of its RSS since hand-out,
+    /// which is all its own; every tenth poll, its exact private memory
+    /// (smaps_rollup, which walks its page tables: too slow for each poll),
+    /// which also counts the shared pages it has written to. Read through a
+    /// live thread (`guard::live_task`): a session that ends its main thread
+    /// does not hide from the limit.
     pub fn handed_out(&self) {
+        use runsbx_runtime::guard;
         let (host, limit) = (self.host, self.rss_limit);
         let (pidfd, peak, over) = (self.pidfd.clone(), self.peak.clone(), self.over.clone());
         std::thread::spawn(move || {
-            while let Ok(false) = pidfd.exited_within(100) {
-                let Some(uss) = own_memory(host) else { break };
-                peak.fetch_max(uss, Ordering::SeqCst);
-                if limit.is_some_and(|l| uss > l) {
+            let base = guard::rss(host).unwrap_or(0);
+            let mut polls: u64 = 0;
+            let poll_ms = guard::RSS_POLL.as_millis() as i32;
+            while let Ok(false) = pidfd.exited_within(poll_ms) {
+                let Some(rss) = guard::rss(host) else { break };
+                let mut own = rss.saturating_sub(base);
+                polls += 1;
+                if polls.is_multiple_of(10) {
+                    own = own.max(own_memory(host).unwrap_or(0));
+                }
+                peak.fetch_max(own, Ordering::SeqCst);
+                if limit.is_some_and(|l| own > l) {
                     over.store(true, Ordering::SeqCst);
                     let _ = pidfd.signal(nix::sys::signal::Signal::SIGKILL);
                 }
@@ -435,7 +456,8 @@ impl Forked {
 
 /// `Private_Clean` + `Private_Dirty` of `pid`, in bytes.
 fn own_memory(pid: i32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    let task = runsbx_runtime::guard::live_task(pid)?;
+    let text = std::fs::read_to_string(task.join("smaps_rollup")).ok()?;
     let kb = |name: &str| field(&text, name).unwrap_or(0);
     Some((kb("Private_Clean:") + kb("Private_Dirty:")) * 1024)
 }
