@@ -150,7 +150,8 @@ pub fn run(rt: &Runtime, sandbox: Sandbox, mut sup: Supervision) -> Result<Outco
     // lands after the workload ended, while they are being removed: the
     // signal waits until they are gone, then takes effect.
     let mask = nix::sys::signal::SigSet::thread_get_mask();
-    sup.hold_signals = true;
+    // Held only when the mask can be put back.
+    sup.hold_signals = mask.is_ok();
     let outcome = run_held(rt, sandbox, sup);
     if let Ok(mask) = mask {
         let _ = mask.thread_set_mask();

@@ -31,7 +31,7 @@ pub use direct::{direct, spawn, Direct};
 pub use error::{render, SuperviseError};
 pub use files::{check_workdir_holds_no_bundle, status_file};
 pub use foreground::foreground;
-pub use posture::sandbox_posture;
+pub use posture::{check_posture, sandbox_posture};
 pub use watch::watch;
 
 pub type Result<T> = std::result::Result<T, SuperviseError>;

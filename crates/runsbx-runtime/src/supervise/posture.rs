@@ -30,7 +30,7 @@ pub(super) fn without_namespaces(expect: &Expect, was_root: bool) -> Expect {
 }
 
 /// Fails, naming what is off, unless `pid` matches `expect`.
-pub(super) fn check_posture(pid: i32, expect: &Expect) -> Result<()> {
+pub fn check_posture(pid: i32, expect: &Expect) -> Result<()> {
     // A live thread's view: the leader may have ended while others run.
     let dir = guard::live_task(pid).unwrap_or_else(|| PathBuf::from(format!("/proc/{pid}")));
     let off = guard::posture(&dir, expect).map_err(SuperviseError::PostureUnreadable)?;

@@ -154,6 +154,9 @@ struct Exits {
 /// The fork server: a running `runsbx sandbox` of forkserver.py.
 pub struct ForkServer {
     child: Mutex<Child>,
+    /// Its runsbx's status fd, held open to the end: runsbx writes its last
+    /// events there.
+    _status: BufReader<File>,
     /// Its interpreter's host PID and seccomp filter count.
     host_pid: i32,
     filters: u64,
@@ -168,7 +171,7 @@ pub struct ForkServer {
 impl ForkServer {
     pub fn start(setup: &Setup, id: u64) -> Result<Self> {
         let (ctl, theirs) = UnixStream::pair().context("control socket")?;
-        let (mut child, _status, host_pid) = spawn_sandbox(
+        let (mut child, status, host_pid) = spawn_sandbox(
             id,
             &setup.exe,
             &setup.global,
@@ -201,6 +204,7 @@ impl ForkServer {
         }
         let server = Self {
             child: Mutex::new(child),
+            _status: status,
             host_pid,
             filters: seccomp_filters(host_pid).context("the fork server's status")?,
             ctl,
@@ -312,12 +316,23 @@ impl ForkServer {
         if self.host_pid_of(nspid)? != host {
             bail!("the session's PID changed under the server");
         }
-        let status = std::fs::read_to_string(format!("/proc/{host}/status"))?;
-        if field(&status, "NoNewPrivs:") != Some(1)
-            || field(&status, "Seccomp_filters:") <= Some(self.filters)
-        {
+        // As `sandbox` checks its workload (no_new_privs, a seccomp filter,
+        // no capability, not host root, namespaces of its own; its
+        // descriptors are its own by now), and one seccomp filter more
+        // than the fork server: its own, stacked.
+        let expect = runsbx_runtime::guard::Expect {
+            max_fd: None,
+            ..runsbx_runtime::supervise::sandbox_posture()
+        };
+        let confined = runsbx_runtime::supervise::check_posture(host, &expect)
+            .map_err(anyhow::Error::from)
+            .and_then(|()| match seccomp_filters(host)? > self.filters {
+                true => Ok(()),
+                false => bail!("no seccomp filter of its own"),
+            });
+        if let Err(e) = confined {
             let _ = pidfd.signal(nix::sys::signal::Signal::SIGKILL);
-            bail!("the session is not confined: no_new_privs or its own seccomp filter missing");
+            bail!("the session is not confined: {e:#}");
         }
         // The kernel's OOM killer, when the fork server's cgroup is full
         // (`--memory` caps every session together), takes a session before
