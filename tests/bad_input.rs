@@ -68,9 +68,13 @@ fn spec_fields_refused_before_anything_exists() {
             "missing-rootfs",
         ),
         (
-            "reldest",
-            Box::new(|c| c["mounts"][0]["destination"] = "proc".into()),
-            "mounts[0].destination",
+            "idmap",
+            Box::new(|c| {
+                c["mounts"].as_array_mut().unwrap().push(serde_json::json!(
+                    {"destination": "/m", "source": "/tmp", "options": ["bind", "idmap"]}
+                ))
+            }),
+            "idmap without uidMappings and gidMappings takes the container's user namespace",
         ),
         (
             "noexe",

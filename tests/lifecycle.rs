@@ -910,6 +910,83 @@ fn readonly_binds_out_of_reach_of_the_containers_root() {
     assert!(env.state_entries().is_empty(), "{:?}", env.state_entries());
 }
 
+/// Idmapped binds (a mount's own uidMappings/gidMappings, or `idmap` taking
+/// the container's user namespace; runc 1.2's, made by runsbx since
+/// libcontainer 0.7 makes none): the container sees the owners the mapping
+/// gives, writes through it (or gets ERANGE as an unmapped id), the mount's
+/// propagation is the one asked, and one the runtime cannot make in order
+/// is refused in one line, leaving nothing.
+#[test]
+fn idmapped_binds_show_the_owners_their_mapping_gives() {
+    let env = Env::new();
+    let src = env.tmp.path().join("src");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("one"), "").unwrap();
+    fs::write(src.join("root"), "").unwrap();
+    nix::unistd::chown(&src.join("one"), Some(1.into()), Some(1.into())).unwrap();
+    let maps = serde_json::json!([{"containerID": 0, "hostID": 100000, "size": 65536}]);
+    let script = "stat -c =%u=%g= /m/one /m/root; touch /m/new 2>&1; \
+                  grep -o 'idmapped.*shared' /proc/self/mountinfo | head -1; exit 0";
+    let mut b = env.bundle("b", &["sh", "-c", script]);
+    b.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!(
+        {"destination": "/m", "source": src, "options": ["bind", "shared"],
+         "uidMappings": maps, "gidMappings": maps}));
+    b.save();
+    // No user namespace: host root sees the mapped ids, and its own (0) has
+    // no id on the mount.
+    let out = env.run(&["run", "--bundle", b.path(), &unique_id("idmap")]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(
+        stdout_of(&out),
+        "=100001=100001=\n=100000=100000=\n\
+         touch: /m/new: Value too large for defined data type\nidmapped shared\n"
+    );
+
+    // `idmap` without mappings, in a user namespace mapping 0 to 100000:
+    // the mount shows host 0 as the container's root, which writes as host 0.
+    for key in ["uidMappings", "gidMappings"] {
+        b.config["linux"][key] = maps.clone();
+    }
+    b.config["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"type": "user"}));
+    let m = b.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .last_mut()
+        .unwrap();
+    m.as_object_mut().unwrap().remove("uidMappings");
+    m.as_object_mut().unwrap().remove("gidMappings");
+    m["options"] = serde_json::json!(["rbind", "idmap"]);
+    b.save();
+    for dir in [env.tmp.path(), b.dir.as_path()] {
+        fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let out = env.run(&["run", "--bundle", b.path(), &unique_id("idmap-ns")]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(stdout_of(&out), "=1=1=\n=0=0=\n");
+    let made = fs::metadata(src.join("new")).unwrap();
+    assert_eq!(std::os::unix::fs::MetadataExt::uid(&made), 0);
+
+    // Under a tmpfs listed before it: libcontainer's tmpfs would hide it.
+    let mounts = b.config["mounts"].as_array_mut().unwrap();
+    let last = mounts.len() - 1;
+    mounts[last]["destination"] = "/tmp/m".into();
+    mounts.insert(
+        last,
+        serde_json::json!({"destination": "/tmp", "type": "tmpfs", "source": "tmpfs"}),
+    );
+    b.save();
+    let id = unique_id("idmap-bad");
+    let out = env.run(&["run", "--bundle", b.path(), &id]);
+    assert_one_line_error(&out, "an idmapped bind under mounts[");
+    assert_clean(&env, &id);
+}
+
 /// runc's `exec --ignore-paused`: exec into a paused container is refused
 /// without it; with it the process starts frozen and runs once resumed.
 #[test]

@@ -32,6 +32,17 @@
 //! read-only (mount_setattr) and only then attached on that descriptor
 //! (move_mount): it is never writable, and nothing is looked up twice. A
 //! bind that cannot be made fails the create (closed).
+//!
+//! Idmapped binds (a mount's `uidMappings`/`gidMappings`, or the `idmap`
+//! and `ridmap` options, runc 1.2) are made here too, with or without a
+//! user namespace: libcontainer 0.7 makes none. The mapping is taken from
+//! a user namespace made for it (a child cloned into a new one, its maps
+//! written, its namespace held by descriptor, the child reaped) or the one
+//! the container joins, and set on the detached clone before anything else
+//! (the kernel maps only a mount never attached). What the bind shows is
+//! what the config's author mapped; the rules (bind only, both mappings or
+//! neither, no mount listed before it above it) are checked before any
+//! state is written (`check_idmaps`).
 
 use crate::spec::facts::{self, NsFact};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -60,19 +71,155 @@ pub struct PreBind {
     /// MS_NOEXEC (set as MOUNT_ATTR_* before the bind is attached).
     pub flags: MsFlags,
     pub is_dir: bool,
+    /// An idmapped bind (`uidMappings`/`gidMappings`, `idmap`, `ridmap`).
+    pub idmap: Option<IdMap>,
 }
 
-/// The binds of `spec` runsbx must make itself, in the config's order. None
-/// unless the spec has a new user namespace whose root is not host root.
-pub fn plan(spec: &Spec, bundle_dir: &Path) -> Vec<PreBind> {
-    let Some((uid, gid)) = container_root(spec) else {
-        return Vec::new();
+/// The id mapping of an idmapped bind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdMap {
+    pub from: MapFrom,
+    /// `ridmap`: every mount of an `rbind` is mapped, not only its top one.
+    pub recursive: bool,
+    /// MS_SHARED, MS_SLAVE, MS_PRIVATE or MS_UNBINDABLE; empty: as cloned.
+    /// Set in init (remount.rs): libcontainer's rootfs propagation, applied
+    /// after runsbx made the bind, would replace it.
+    pub propagation: MsFlags,
+}
+
+/// Where an idmapped bind's mapping comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MapFrom {
+    /// The mount's own mappings, or else those of the container's new user
+    /// namespace: the text of /proc/PID/uid_map and gid_map.
+    Maps { uid: String, gid: String },
+    /// The user namespace the container joins (`idmap` without mappings).
+    Joined(PathBuf),
+}
+
+/// The id mapping `mounts[index]` asks for; `Ok(None)` for a mount that
+/// asks none, `Err` (one line) for one runsbx cannot make. runc 1.2's
+/// rules: mappings make a bind idmapped, `idmap`/`ridmap` without
+/// mappings take the container's user namespace, `ridmap` maps the
+/// submounts of an `rbind` too.
+pub fn idmap_of(
+    spec: &Spec,
+    index: usize,
+    m: &Mount,
+) -> std::result::Result<Option<IdMap>, String> {
+    let opts: &[String] = m.options().as_deref().unwrap_or(&[]);
+    let flagged = opts.iter().any(|o| o == "idmap" || o == "ridmap");
+    let (uid, gid) = (m.uid_mappings().as_deref(), m.gid_mappings().as_deref());
+    if !flagged && uid.is_none() && gid.is_none() {
+        return Ok(None);
+    }
+    let what = format!("mounts[{index}] ({})", m.destination().display());
+    if !facts::is_bind(m) {
+        return Err(format!("{what}: only a bind mount can be idmapped"));
+    }
+    let from = match (uid, gid) {
+        (Some(uid), Some(gid)) => MapFrom::Maps {
+            uid: map_text(uid),
+            gid: map_text(gid),
+        },
+        (None, None) => match facts::namespace(spec, LinuxNamespaceType::User) {
+            NsFact::New if !facts::uid_mappings(spec).is_empty() => MapFrom::Maps {
+                uid: map_text(facts::uid_mappings(spec)),
+                gid: map_text(facts::gid_mappings(spec)),
+            },
+            NsFact::Joined(path) => MapFrom::Joined(path.to_path_buf()),
+            _ => {
+                return Err(format!(
+                    "{what}: idmap without uidMappings and gidMappings takes the container's \
+                     user namespace, and it has none"
+                ))
+            }
+        },
+        _ => return Err(format!("{what}: uidMappings and gidMappings go together")),
     };
+    let mut propagation = MsFlags::empty();
+    for o in opts {
+        match o.as_str() {
+            "bind" | "rbind" | "idmap" | "ridmap" | "ro" | "rw" | "nosuid" | "nodev" | "noexec"
+            | "suid" | "dev" | "exec" => {}
+            "shared" | "rshared" => propagation = MsFlags::MS_SHARED,
+            "slave" | "rslave" => propagation = MsFlags::MS_SLAVE,
+            "private" | "rprivate" => propagation = MsFlags::MS_PRIVATE,
+            "unbindable" | "runbindable" => propagation = MsFlags::MS_UNBINDABLE,
+            other => {
+                return Err(format!(
+                    "{what}: option {other:?} is not supported on an idmapped bind"
+                ))
+            }
+        }
+    }
+    Ok(Some(IdMap {
+        from,
+        recursive: opts.iter().any(|o| o == "ridmap"),
+        propagation,
+    }))
+}
+
+/// `containerID hostID size` lines, as /proc/PID/uid_map takes them.
+fn map_text(maps: &[LinuxIdMapping]) -> String {
+    maps.iter()
+        .map(|m| format!("{} {} {}\n", m.container_id(), m.host_id(), m.size()))
+        .collect()
+}
+
+/// Refuses an idmapped bind runsbx cannot make: one whose mapping is
+/// wrong or missing (`idmap_of`), whose source is missing, or that lies
+/// under a mount listed before it (runsbx makes idmapped binds before
+/// libcontainer makes the rest, so that mount would hide it).
+pub fn check_idmaps(spec: &Spec, bundle_dir: &Path) -> Result<()> {
+    let mounts: &[Mount] = spec.mounts().as_deref().unwrap_or(&[]);
+    for (index, m) in mounts.iter().enumerate() {
+        if idmap_of(spec, index, m)
+            .map_err(RuntimeError::Spec)?
+            .is_none()
+        {
+            continue;
+        }
+        let source = m.source().as_deref().unwrap_or(Path::new(""));
+        if let Err(e) = std::fs::canonicalize(bundle_dir.join(source)) {
+            return Err(RuntimeError::Spec(format!(
+                "mounts[{index}].source {}: {e}",
+                source.display()
+            )));
+        }
+        let dest = normalize(m.destination());
+        if let Some(j) = mounts[..index]
+            .iter()
+            .position(|e| dest.starts_with(normalize(e.destination())))
+        {
+            return Err(RuntimeError::Spec(format!(
+                "mounts[{index}] ({}): an idmapped bind under mounts[{j}] ({}) is not supported: \
+                 runsbx makes idmapped binds before the other mounts; list it first",
+                m.destination().display(),
+                mounts[j].destination().display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The binds of `spec` runsbx must make itself, in the config's order: the
+/// idmapped ones (libcontainer 0.7 makes none; checked by `check_idmaps`),
+/// and, when the spec has a new user namespace whose root is not host
+/// root, the read-only binds that root cannot reach.
+pub fn plan(spec: &Spec, bundle_dir: &Path) -> Vec<PreBind> {
+    let root = container_root(spec);
     let mounts: &[Mount] = spec.mounts().as_deref().unwrap_or(&[]);
     let mut out: Vec<PreBind> = Vec::new();
     for (index, m) in mounts.iter().enumerate() {
-        let Some(flags) = readonly_bind_flags(m) else {
-            continue;
+        let idmap = idmap_of(spec, index, m).ok().flatten();
+        let flags = match (&idmap, root) {
+            (Some(_), _) => bind_flags(m),
+            (None, Some(_)) => match readonly_bind_flags(m) {
+                Some(flags) => flags,
+                None => continue,
+            },
+            (None, None) => continue,
         };
         let Some(source) = m.source().as_ref() else {
             continue;
@@ -85,8 +232,10 @@ pub fn plan(spec: &Spec, bundle_dir: &Path) -> Vec<PreBind> {
         let Ok(real) = std::fs::canonicalize(&source) else {
             continue;
         };
-        if reachable(&source, uid, gid) && reachable(&real, uid, gid) {
-            continue;
+        if let (None, Some((uid, gid))) = (&idmap, root) {
+            if reachable(&source, uid, gid) && reachable(&real, uid, gid) {
+                continue;
+            }
         }
         // A mount earlier in the list on the destination or above it is
         // made after ours by libcontainer and would hide it.
@@ -111,6 +260,7 @@ pub fn plan(spec: &Spec, bundle_dir: &Path) -> Vec<PreBind> {
             destination: dest,
             recursive,
             flags,
+            idmap,
         });
     }
     out
@@ -152,6 +302,21 @@ fn readonly_bind_flags(m: &Mount) -> Option<MsFlags> {
         }
     }
     Some(flags)
+}
+
+/// MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC as a bind's options ask.
+fn bind_flags(m: &Mount) -> MsFlags {
+    let options = m.options().as_deref().unwrap_or_default();
+    let attr = crate::remount::asked_attr(options.iter().map(String::as_str));
+    [
+        MsFlags::MS_RDONLY,
+        MsFlags::MS_NOSUID,
+        MsFlags::MS_NODEV,
+        MsFlags::MS_NOEXEC,
+    ]
+    .into_iter()
+    .filter(|f| mount_attr(*f) & attr != 0)
+    .collect()
 }
 
 /// Whether host `uid`:`gid` (with no supplementary group) may search every
@@ -211,14 +376,36 @@ pub fn apply(rootfs: &Path, binds: &[PreBind], owner: (u32, u32)) -> Result<()> 
         // The bind is made detached, made read-only, then attached on the
         // mount point already resolved: it is never writable, and no second
         // lookup could land the remount on another mount.
-        crate::sys::mountapi::bind_at(&b.real, &target, b.recursive, mount_attr(b.flags)).map_err(
-            |(step, e)| match step {
-                "bind" => io_errno(ctx("bind (made by runsbx as root)"), e),
-                step => io_errno(ctx(step), e),
-            },
-        )?;
+        let made = match &b.idmap {
+            None => {
+                crate::sys::mountapi::bind_at(&b.real, &target, b.recursive, mount_attr(b.flags))
+            }
+            Some(idmap) => {
+                let userns = idmap_userns(&idmap.from)
+                    .map_err(|e| io_errno(ctx("user namespace of the id mapping"), e))?;
+                crate::sys::mountapi::idmapped_bind_at(
+                    &b.real,
+                    &target,
+                    (b.recursive, idmap.recursive),
+                    &userns,
+                    mount_attr(b.flags),
+                )
+            }
+        };
+        made.map_err(|(step, e)| match step {
+            "bind" => io_errno(ctx("bind (made by runsbx as root)"), e),
+            step => io_errno(ctx(step), e),
+        })?;
     }
     Ok(())
+}
+
+/// A descriptor of the user namespace whose mapping an idmapped bind takes.
+fn idmap_userns(from: &MapFrom) -> std::io::Result<OwnedFd> {
+    match from {
+        MapFrom::Maps { uid, gid } => crate::sys::userns::with_maps(uid, gid),
+        MapFrom::Joined(path) => std::fs::File::open(path).map(OwnedFd::from),
+    }
 }
 
 /// The one error line of a failed bind: which mount, which step, the errno.

@@ -75,6 +75,9 @@ fn only_unreachable_readonly_binds_in_a_user_namespace() {
         vec![
             (1, "/p/file", false, false, nn),
             (2, "/p/dir", true, false, nn),
+            // idmapped (the container's mapping): made by runsbx whatever
+            // the container's root reaches.
+            (5, "/odd", true, true, MsFlags::MS_RDONLY),
             (
                 6,
                 "/rec",
@@ -118,6 +121,7 @@ fn a_bind_under_an_earlier_mount_stays_with_libcontainer() {
 fn the_config_shown_to_libcontainer_lacks_exactly_those_mounts() {
     let raw = serde_json::json!({"mounts": [{"destination": "/a"}, {"destination": "/b"}, {"destination": "/c"}]});
     let b = PreBind {
+        idmap: None,
         index: 1,
         source: "/x".into(),
         real: "/x".into(),
@@ -129,5 +133,115 @@ fn the_config_shown_to_libcontainer_lacks_exactly_those_mounts() {
     assert_eq!(
         without(&raw, &[b])["mounts"],
         serde_json::json!([{"destination": "/a"}, {"destination": "/c"}])
+    );
+}
+
+fn idmapped(extra: serde_json::Value) -> Mount {
+    let mut m = serde_json::json!({"destination": "/m", "source": "src", "options": ["bind"]});
+    m.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    serde_json::from_value(m).unwrap()
+}
+
+#[test]
+fn an_idmapped_bind_takes_its_own_mapping_or_the_containers() {
+    let own = idmapped(serde_json::json!({
+        "uidMappings": [{"containerID": 0, "hostID": 100000, "size": 65536},
+                        {"containerID": 70000, "hostID": 1, "size": 1}],
+        "gidMappings": [{"containerID": 0, "hostID": 200000, "size": 10}],
+    }));
+    let got = idmap_of(&spec(serde_json::json!([]), false), 3, &own)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        got.from,
+        MapFrom::Maps {
+            uid: "0 100000 65536\n70000 1 1\n".into(),
+            gid: "0 200000 10\n".into()
+        }
+    );
+    assert!(!got.recursive);
+    assert!(got.propagation.is_empty());
+
+    let implied = idmapped(serde_json::json!({"options": ["rbind", "ridmap", "rshared"]}));
+    let got = idmap_of(&spec(serde_json::json!([]), true), 0, &implied)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        got.from,
+        MapFrom::Maps {
+            uid: "0 65534 1\n".into(),
+            gid: "0 65534 1\n".into()
+        }
+    );
+    assert!(got.recursive);
+    assert_eq!(got.propagation, MsFlags::MS_SHARED);
+
+    let mut joined = spec(serde_json::json!([]), false);
+    let mut linux = joined.linux().clone().unwrap();
+    let mut ns = linux.namespaces().clone().unwrap();
+    ns.push(
+        serde_json::from_value(serde_json::json!({"type": "user", "path": "/proc/9/ns/user"}))
+            .unwrap(),
+    );
+    linux.set_namespaces(Some(ns));
+    joined.set_linux(Some(linux));
+    let flagged = idmapped(serde_json::json!({"options": ["bind", "idmap"]}));
+    let got = idmap_of(&joined, 0, &flagged).unwrap().unwrap();
+    assert_eq!(got.from, MapFrom::Joined("/proc/9/ns/user".into()));
+
+    let plain = idmapped(serde_json::json!({}));
+    assert_eq!(idmap_of(&joined, 0, &plain), Ok(None));
+}
+
+#[test]
+fn an_idmapped_bind_runsbx_cannot_make_is_named() {
+    let no_userns = spec(serde_json::json!([]), false);
+    let cases = [
+        (
+            serde_json::json!({"options": ["rbind", "idmap"]}),
+            "mounts[2] (/m): idmap without uidMappings and gidMappings takes the container's user namespace, and it has none",
+        ),
+        (
+            serde_json::json!({"type": "tmpfs", "options": ["idmap"], "uidMappings": [], "gidMappings": []}),
+            "mounts[2] (/m): only a bind mount can be idmapped",
+        ),
+        (
+            serde_json::json!({"uidMappings": [{"containerID": 0, "hostID": 1, "size": 1}]}),
+            "mounts[2] (/m): uidMappings and gidMappings go together",
+        ),
+        (
+            serde_json::json!({"options": ["bind", "idmap", "mode=755"], "uidMappings": [], "gidMappings": []}),
+            "mounts[2] (/m): option \"mode=755\" is not supported on an idmapped bind",
+        ),
+    ];
+    for (extra, want) in cases {
+        let mut m = idmapped(extra.clone());
+        if extra.get("type").is_some() {
+            m.set_options(Some(vec!["idmap".into()]));
+        }
+        assert_eq!(idmap_of(&no_userns, 2, &m).unwrap_err(), want, "{extra}");
+    }
+}
+
+#[test]
+fn an_idmapped_bind_under_an_earlier_mount_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::create_dir(t.path().join("src")).unwrap();
+    let maps = serde_json::json!([{"containerID": 0, "hostID": 100000, "size": 1}]);
+    let mounts = |dest: &str| {
+        serde_json::json!([
+            {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs"},
+            {"destination": dest, "source": "src", "options": ["bind"],
+             "uidMappings": maps, "gidMappings": maps},
+        ])
+    };
+    assert!(check_idmaps(&spec(mounts("/srv/x"), false), t.path()).is_ok());
+    let err = check_idmaps(&spec(mounts("/tmp/x"), false), t.path()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "config.json: mounts[1] (/tmp/x): an idmapped bind under mounts[0] (/tmp) is not supported: runsbx \
+         makes idmapped binds before the other mounts; list it first"
     );
 }

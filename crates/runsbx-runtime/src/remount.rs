@@ -13,6 +13,9 @@
 //!   since it makes device nodes and mount points in it afterwards. runc
 //!   remounts it read-only at the end; so does runsbx (the top mount only:
 //!   /dev/pts, /dev/shm, /dev/mqueue keep their own flags).
+//! - **an idmapped bind's propagation** (`shared`, `slave`, ...): runsbx
+//!   makes the bind before libcontainer (prebind.rs), whose rootfs
+//!   propagation would then replace what the mount asked.
 //!
 //! The Executor applies them (`mount_setattr`, so every mount below the
 //! cgroup destination at once), before Landlock and before the workload
@@ -31,12 +34,14 @@ pub struct Remount {
     pub destination: PathBuf,
     /// MOUNT_ATTR_* bits to set.
     pub attr: u64,
+    /// MS_SHARED, MS_SLAVE, MS_PRIVATE, MS_UNBINDABLE, or 0.
+    pub propagation: u64,
     pub recursive: bool,
 }
 
 /// The attributes a mount's options ask for, of those runsbx sets: the last
 /// of each pair (`ro`/`rw`, `nosuid`/`suid`, ...) wins.
-fn asked_attr<'a>(options: impl DoubleEndedIterator<Item = &'a str> + Clone) -> u64 {
+pub(crate) fn asked_attr<'a>(options: impl DoubleEndedIterator<Item = &'a str> + Clone) -> u64 {
     let last = |on: &str, off: &str| {
         options
             .clone()
@@ -60,9 +65,21 @@ fn asked_attr<'a>(options: impl DoubleEndedIterator<Item = &'a str> + Clone) -> 
 /// options (cgroup v2), setting them again changes nothing.
 pub fn plan(spec: &Spec) -> Vec<Remount> {
     let mut out = Vec::new();
-    for m in spec.mounts().iter().flatten() {
+    for (i, m) in spec.mounts().iter().flatten().enumerate() {
         let options = m.options().as_deref().unwrap_or_default();
         let options = options.iter().map(String::as_str);
+        // An idmapped bind's propagation (see prebind.rs).
+        if let Ok(Some(idmap)) = crate::prebind::idmap_of(spec, i, m) {
+            if !idmap.propagation.is_empty() {
+                out.push(Remount {
+                    destination: m.destination().clone(),
+                    attr: 0,
+                    propagation: idmap.propagation.bits(),
+                    recursive: false,
+                });
+            }
+            continue;
+        }
         let (attr, recursive) = if m.typ().as_deref() == Some("cgroup") {
             (asked_attr(options), true)
         } else if m.destination() == Path::new("/dev") {
@@ -74,6 +91,7 @@ pub fn plan(spec: &Spec) -> Vec<Remount> {
             out.push(Remount {
                 destination: m.destination().clone(),
                 attr,
+                propagation: 0,
                 recursive,
             });
         }
@@ -84,27 +102,32 @@ pub fn plan(spec: &Spec) -> Vec<Remount> {
 /// In init, after pivot_root: sets each remount's attributes.
 pub fn apply(remounts: &[Remount]) -> Result<(), String> {
     for r in remounts {
-        crate::sys::mountapi::set_attr_at(&r.destination, r.attr, r.recursive).map_err(|e| {
-            format!(
-                "mounts: {}: setting {} as the spec asks: {e}",
-                r.destination.display(),
-                describe(r.attr)
-            )
-        })?;
+        crate::sys::mountapi::set_attr_at(&r.destination, r.attr, r.propagation, r.recursive)
+            .map_err(|e| {
+                format!(
+                    "mounts: {}: setting {} as the spec asks: {e}",
+                    r.destination.display(),
+                    describe(r.attr, r.propagation)
+                )
+            })?;
     }
     Ok(())
 }
 
-fn describe(attr: u64) -> String {
+fn describe(attr: u64, propagation: u64) -> String {
     [
-        (libc::MOUNT_ATTR_RDONLY, "ro"),
-        (libc::MOUNT_ATTR_NOSUID, "nosuid"),
-        (libc::MOUNT_ATTR_NODEV, "nodev"),
-        (libc::MOUNT_ATTR_NOEXEC, "noexec"),
+        (attr, libc::MOUNT_ATTR_RDONLY, "ro"),
+        (attr, libc::MOUNT_ATTR_NOSUID, "nosuid"),
+        (attr, libc::MOUNT_ATTR_NODEV, "nodev"),
+        (attr, libc::MOUNT_ATTR_NOEXEC, "noexec"),
+        (propagation, libc::MS_SHARED, "shared"),
+        (propagation, libc::MS_SLAVE, "slave"),
+        (propagation, libc::MS_PRIVATE, "private"),
+        (propagation, libc::MS_UNBINDABLE, "unbindable"),
     ]
     .into_iter()
-    .filter(|(bit, _)| attr & bit != 0)
-    .map(|(_, name)| name)
+    .filter(|(of, bit, _)| of & bit != 0)
+    .map(|(_, _, name)| name)
     .collect::<Vec<_>>()
     .join(",")
 }
@@ -133,6 +156,7 @@ mod tests {
                     | libc::MOUNT_ATTR_NOSUID
                     | libc::MOUNT_ATTR_NODEV
                     | libc::MOUNT_ATTR_NOEXEC,
+                propagation: 0,
                 recursive: true,
             }]
         );
@@ -154,6 +178,7 @@ mod tests {
             vec![Remount {
                 destination: "/dev".into(),
                 attr: libc::MOUNT_ATTR_RDONLY,
+                propagation: 0,
                 recursive: false
             }]
         );
@@ -176,7 +201,7 @@ mod tests {
     #[test]
     fn errors_name_the_mount_and_the_flags() {
         assert_eq!(
-            describe(libc::MOUNT_ATTR_RDONLY | libc::MOUNT_ATTR_NOEXEC),
+            describe(libc::MOUNT_ATTR_RDONLY | libc::MOUNT_ATTR_NOEXEC, 0),
             "ro,noexec"
         );
     }

@@ -247,13 +247,25 @@ impl Runtime {
         }
         let file = (adjusted.as_ref().unwrap_or(&bundle.raw), adjusted.is_some());
         if plan.rootless {
+            // An arbitrary mapping needs root; the caller's own is its
+            // namespace's already.
+            let binds = crate::prebind::plan(&bundle.spec, &bundle.dir);
+            if let Some(b) = binds.iter().find(|b| b.idmap.is_some()) {
+                return Err(RuntimeError::Spec(format!(
+                    "mounts[{}] ({}): idmapped binds need runsbx run by root",
+                    b.index,
+                    b.destination.display()
+                )));
+            }
             let kept = (&mut plan.kept, &mut plan.caps_kept);
             let raw = shown_config(file, id, &[], false, kept, hooks)
                 .unwrap_or_else(|| bundle.raw.clone());
             return write(&crate::rootless::rootless_config(&raw, id)?);
         }
         let binds = crate::prebind::plan(&bundle.spec, &bundle.dir);
-        let owner = crate::prebind::container_root(&bundle.spec).filter(|_| !binds.is_empty());
+        // The owner of the mount points runsbx creates.
+        let owner = (!binds.is_empty())
+            .then(|| crate::prebind::container_root(&bundle.spec).unwrap_or((0, 0)));
         let named = !plan.cgroup_free
             && !self.systemd_cgroup
             && crate::cgroup::spec_cgroup_path(&bundle.spec).is_none();
@@ -269,13 +281,15 @@ impl Runtime {
         if let Some(owner) = owner {
             crate::prebind::apply(&bundle.rootfs(), &binds, owner)?;
             for b in &binds {
+                let why = match b.idmap {
+                    Some(_) => "idmapped".to_string(),
+                    None => format!("out of reach of uid {}", owner.0),
+                };
                 tracing::debug!(
-                    "{}: mounts[{}] ({} on {}): bound by runsbx, out of reach of uid {}",
-                    id,
+                    "{id}: mounts[{}] ({} on {}): bound by runsbx, {why}",
                     b.index,
                     b.source.display(),
                     b.destination.display(),
-                    owner.0
                 );
             }
         }

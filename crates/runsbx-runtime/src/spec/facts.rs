@@ -104,7 +104,10 @@ mod tests;
 /// - no capability name this build does not know, in any set (runc 1.2
 ///   ignores them with a warning, as runsbx does; oci-spec refuses the
 ///   whole file). Ignoring one grants nothing: a capability that is not
-///   listed is not given.
+///   listed is not given;
+/// - a mount destination that is not absolute taken from the container's
+///   `/` (runc 1.2 does so with a warning; the spec says it must be
+///   absolute). Every check of runsbx then sees the path the mount lands on.
 pub fn as_runc_reads(raw: &serde_json::Value) -> Option<serde_json::Value> {
     let caps = without_unknown_capabilities(raw);
     runc_reads_rest(caps.as_ref().unwrap_or(raw)).or(caps)
@@ -159,16 +162,29 @@ fn runc_reads_rest(raw: &serde_json::Value) -> Option<serde_json::Value> {
         let kept: String = a.chars().filter(|c| matches!(c, 'r' | 'w' | 'm')).collect();
         (kept != a).then_some(kept)
     };
+    let relative = |m: &serde_json::Value| {
+        let d = m.get("destination")?.as_str()?;
+        (!d.starts_with('/')).then(|| format!("/{d}"))
+    };
     let namespaces = raw.pointer("/linux/namespaces").and_then(|l| l.as_array());
     let devices = raw
         .pointer("/linux/resources/devices")
         .and_then(|l| l.as_array());
+    let mounts = raw.pointer("/mounts").and_then(|l| l.as_array());
     if !namespaces.is_some_and(|l| l.iter().any(empty_path))
         && !devices.is_some_and(|l| l.iter().any(|d| access(d).is_some()))
+        && !mounts.is_some_and(|l| l.iter().any(|m| relative(m).is_some()))
     {
         return None;
     }
     let mut raw = raw.clone();
+    if let Some(list) = raw.pointer_mut("/mounts").and_then(|l| l.as_array_mut()) {
+        for m in list.iter_mut() {
+            if let Some(absolute) = relative(m) {
+                m["destination"] = absolute.into();
+            }
+        }
+    }
     if let Some(list) = raw
         .pointer_mut("/linux/namespaces")
         .and_then(|l| l.as_array_mut())

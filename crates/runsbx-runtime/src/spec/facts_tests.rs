@@ -55,6 +55,18 @@ fn an_empty_path_is_a_new_namespace() {
     assert!(as_runc_reads(&json!({"linux": {"namespaces": [{"type": "pid"}]}})).is_none());
 }
 
+/// As runc 1.2 (with a warning): a relative destination is under `/`, for
+/// libcontainer and for every check runsbx makes.
+#[test]
+fn a_relative_mount_destination_is_taken_from_the_root() {
+    let raw = json!({"mounts": [{"destination": "tmp/m"}, {"destination": "/abs"}]});
+    assert_eq!(
+        as_runc_reads(&raw).unwrap(),
+        json!({"mounts": [{"destination": "/tmp/m"}, {"destination": "/abs"}]})
+    );
+    assert!(as_runc_reads(&json!({"mounts": [{"destination": "/abs"}]})).is_none());
+}
+
 /// explain.rs took the first entry, commands/mod.rs the last; libcontainer
 /// keeps the last (its map is built in list order).
 #[test]

@@ -72,6 +72,12 @@ impl Bundle {
             serde_json::from_slice(&text).map_err(|e| RuntimeError::Spec(e.to_string()))?;
         // As runc reads it (facts::as_runc_reads); `raw` stays the file.
         let read = facts::as_runc_reads(&raw);
+        let relative = raw["mounts"].as_array().into_iter().flatten().enumerate();
+        for (i, d) in relative.filter_map(|(i, m)| Some((i, m["destination"].as_str()?))) {
+            if !d.starts_with('/') {
+                tracing::warn!("mounts[{i}].destination {d:?} is not absolute; taken as \"/{d}\"");
+            }
+        }
         let unknown = facts::unknown_capabilities(&raw);
         if !unknown.is_empty() {
             tracing::warn!("ignoring unknown or unavailable capabilities: {unknown:?}");
@@ -161,12 +167,6 @@ impl Bundle {
             }
         }
         for (i, m) in self.spec.mounts().iter().flatten().enumerate() {
-            if !m.destination().is_absolute() {
-                return Err(RuntimeError::Spec(format!(
-                    "mounts[{i}].destination {}: not an absolute path",
-                    m.destination().display()
-                )));
-            }
             // runc's `tmpcopyup` (copy the image's files into a fresh tmpfs),
             // which podman adds to its tmpfs mounts under --read-only:
             // libcontainer passes it to mount(2) as tmpfs data, which fails
@@ -192,6 +192,7 @@ impl Bundle {
                 }
             }
         }
+        crate::prebind::check_idmaps(&self.spec, &self.dir)?;
         proc_mounts::check(&self.spec, &rootfs)?;
         device_paths::check(&self.spec)?;
         Ok(())

@@ -11,17 +11,21 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-/// Sets `attr` (MOUNT_ATTR_* bits) on the mount at `path` (not following a
-/// final symlink), and with `recursive` on every mount below it. The mount
-/// must be in the caller's mount namespace.
-pub fn set_attr_at(path: &Path, attr: u64, recursive: bool) -> io::Result<()> {
+/// Sets `attr` (MOUNT_ATTR_* bits) and `propagation` (MS_SHARED, MS_SLAVE,
+/// MS_PRIVATE, MS_UNBINDABLE, or 0 to leave it) on the mount at `path` (not
+/// following a final symlink), and with `recursive` on every mount below
+/// it. The mount must be in the caller's mount namespace.
+pub fn set_attr_at(path: &Path, attr: u64, propagation: u64, recursive: bool) -> io::Result<()> {
     let path = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     let mut flags = libc::AT_SYMLINK_NOFOLLOW;
     if recursive {
         flags |= libc::AT_RECURSIVE;
     }
-    mount_setattr(libc::AT_FDCWD, &path, flags as libc::c_uint, attr)
+    let mut a: libc::mount_attr = unsafe_zeroed();
+    a.attr_set = attr;
+    a.propagation = propagation;
+    mount_setattr_raw(libc::AT_FDCWD, &path, flags as libc::c_uint, &a)
 }
 
 /// A detached copy of the mount tree at `source` (the whole subtree with
@@ -61,6 +65,15 @@ fn mount_setattr(
 ) -> io::Result<()> {
     let mut a: libc::mount_attr = unsafe_zeroed();
     a.attr_set = attr;
+    mount_setattr_raw(dirfd, path, flags, &a)
+}
+
+fn mount_setattr_raw(
+    dirfd: libc::c_int,
+    path: &CStr,
+    flags: libc::c_uint,
+    a: &libc::mount_attr,
+) -> io::Result<()> {
     // SAFETY: `a` and `path` are valid for the call and the size of `a` is
     // passed; the kernel only reads them.
     let rc = unsafe {
@@ -69,7 +82,7 @@ fn mount_setattr(
             dirfd,
             path.as_ptr(),
             flags,
-            &a as *const libc::mount_attr,
+            a as *const libc::mount_attr,
             std::mem::size_of::<libc::mount_attr>(),
         )
     };
@@ -112,6 +125,32 @@ pub fn bind_at(
 ) -> Result<(), (&'static str, io::Error)> {
     let tree = clone_tree(source, recursive).map_err(|e| ("bind", e))?;
     set_attr(&tree, attr).map_err(|e| ("make the bind read-only", e))?;
+    attach(&tree, target).map_err(|e| ("attach the bind", e))
+}
+
+/// An idmapped bind of `source` on the mount point `target`: cloned
+/// detached (`recursive`: the whole subtree, as `rbind`), given the id
+/// mapping of the user namespace `userns` (`recursive_idmap`: on every
+/// mount of the clone, otherwise on its top one only), then `attr`
+/// (MOUNT_ATTR_*) on its top mount, and attached. The kernel takes a
+/// mapping only on a mount never attached, hence the order.
+pub fn idmapped_bind_at(
+    source: &Path,
+    target: &OwnedFd,
+    (recursive, recursive_idmap): (bool, bool),
+    userns: &OwnedFd,
+    attr: u64,
+) -> Result<(), (&'static str, io::Error)> {
+    let tree = clone_tree(source, recursive).map_err(|e| ("bind", e))?;
+    let mut a: libc::mount_attr = unsafe_zeroed();
+    a.attr_set = libc::MOUNT_ATTR_IDMAP;
+    a.userns_fd = userns.as_raw_fd() as u64;
+    let mut flags = libc::AT_EMPTY_PATH as libc::c_uint;
+    if recursive_idmap {
+        flags |= libc::AT_RECURSIVE as libc::c_uint;
+    }
+    mount_setattr_raw(tree.as_raw_fd(), c"", flags, &a).map_err(|e| ("idmap the bind", e))?;
+    set_attr(&tree, attr).map_err(|e| ("set the bind's flags", e))?;
     attach(&tree, target).map_err(|e| ("attach the bind", e))
 }
 

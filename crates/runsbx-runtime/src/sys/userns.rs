@@ -204,3 +204,64 @@ fn private_mounts(delegated: Option<&Path>) -> Result<(), ShimError> {
     )
     .map_err(|e| ShimError::Step("mount a read-only cgroup2 on /sys/fs/cgroup", e))
 }
+
+/// A user namespace with the given `uid_map` and `gid_map` (the text of
+/// /proc/PID/uid_map, one `inside outside count` line each), held by the
+/// returned descriptor and by nothing else: the process made to own it is
+/// killed and reaped before this returns. For idmapped mounts
+/// (MOUNT_ATTR_IDMAP takes the mapping from a user namespace). Root only:
+/// writing an arbitrary map needs CAP_SETUID/CAP_SETGID over the parent
+/// namespace.
+pub fn with_maps(uid_map: &str, gid_map: &str) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array it is given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both are new descriptors owned by no one else.
+    let (read_end, write_end) = unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) };
+    // clone(CLONE_NEWUSER) with no stack behaves as fork: the child starts
+    // in the new namespace, with no moment in the parent's.
+    // SAFETY: the child only calls close(2), read(2) and _exit(2), all
+    // async-signal-safe, so a copy of a multi-threaded parent is safe to run.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            (libc::CLONE_NEWUSER | libc::SIGCHLD) as libc::c_ulong,
+            0usize,
+            0usize,
+            0usize,
+            0usize,
+        )
+    };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if pid == 0 {
+        let mut b = [0u8; 1];
+        // SAFETY: the child closes its copy of the write end, waits for the
+        // parent to close its own (EOF), then ends.
+        unsafe {
+            libc::close(write_end.as_raw_fd());
+            libc::read(read_end.as_raw_fd(), b.as_mut_ptr().cast(), 1);
+            libc::_exit(0);
+        }
+    }
+    let pid = pid as i32;
+    drop(read_end);
+    let result = (|| {
+        for (file, map) in [("uid_map", uid_map), ("gid_map", gid_map)] {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(format!("/proc/{pid}/{file}"))?
+                .write_all(map.as_bytes())?;
+        }
+        let ns = File::open(format!("/proc/{pid}/ns/user"))?;
+        Ok(std::os::fd::OwnedFd::from(ns))
+    })();
+    drop(write_end);
+    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+    result
+}
