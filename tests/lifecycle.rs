@@ -816,14 +816,14 @@ fn exec_refuses_without_the_containers_policy() {
 }
 
 /// Any bundle, not only a generated one: with a user namespace whose root is
-/// an unprivileged host user, read-only binds (a directory, recursive or
-/// not, and a file) from under a 0700 directory that user cannot search are
-/// made by runsbx as root before libcontainer forks; the container sees them
-/// read-only (EROFS, although the files belong to its root), the host sees
-/// no mount, and the mount points that were missing are created. `run` and
-/// a detached `create` + `start` alike.
+/// an unprivileged host user, binds (read-only: a directory, recursive or
+/// not, and a file; one read-write) from under a 0700 directory that user
+/// cannot search are made by runsbx as root before libcontainer forks; the
+/// container sees the read-only ones read-only (EROFS, although the files
+/// belong to its root), the host sees no mount, and the mount points that
+/// were missing are created. `run` and a detached `create` + `start` alike.
 #[test]
-fn readonly_binds_out_of_reach_of_the_containers_root() {
+fn binds_out_of_reach_of_the_containers_root() {
     let env = Env::new();
     let private = env.tmp.path().join("private");
     fs::create_dir_all(private.join("dir/sub")).unwrap();
@@ -833,7 +833,8 @@ fn readonly_binds_out_of_reach_of_the_containers_root() {
         nix::unistd::chown(&private.join(p), Some(65534.into()), Some(65534.into())).unwrap();
     }
     let script = "cat /data/dir/sub/f /etc/the-file /rec/sub/f; \
-                  touch /data/dir/new 2>&1; touch /etc/the-file 2>&1; exit 0";
+                  touch /data/dir/new 2>&1; touch /etc/the-file 2>&1; \
+                  touch /rw/made && echo rw-ok; exit 0";
     let mut b = env.bundle("b", &["sh", "-c", script]);
     let ro = |src: std::path::PathBuf, dest: &str, bind: &str| {
         serde_json::json!({"destination": dest, "type": "bind", "source": src,
@@ -843,6 +844,12 @@ fn readonly_binds_out_of_reach_of_the_containers_root() {
     mounts.push(ro(private.join("dir"), "/data/dir", "bind"));
     mounts.push(ro(private.join("file"), "/etc/the-file", "bind"));
     mounts.push(ro(private.join("dir"), "/rec", "rbind"));
+    // Read-write too, as runc makes it (it opens the source before it
+    // enters the user namespace).
+    mounts.push(
+        serde_json::json!({"destination": "/rw", "source": private.join("dir"),
+                                   "options": ["bind"]}),
+    );
     b.with_userns_as_nobody();
     b.save();
     for dir in [env.tmp.path(), b.dir.as_path()] {
@@ -855,7 +862,7 @@ fn readonly_binds_out_of_reach_of_the_containers_root() {
     .unwrap();
     let want = "in-dir\na-file\nin-dir\n\
                 touch: /data/dir/new: Read-only file system\n\
-                touch: /etc/the-file: Read-only file system\n";
+                touch: /etc/the-file: Read-only file system\nrw-ok\n";
 
     let id = unique_id("prebind");
     let out = env.run(&["run", "--bundle", b.path(), &id]);

@@ -1,37 +1,39 @@
-//! Read-only bind mounts that root's runsbx makes itself, before
-//! libcontainer forks, for a container with a user namespace.
+//! Bind mounts that root's runsbx makes itself, before libcontainer forks,
+//! for a container with a user namespace.
 //!
 //! Why: libcontainer makes a bundle's mounts in the container's init, after
 //! it entered the user namespace, as the container's root: an unprivileged
 //! host user (nobody, for a generated bundle). A bind whose source lies
 //! under a directory that user may not search (a pyenv Python under /root,
 //! mode 0700) fails there with EACCES ("failed to canonicalize"), although
-//! root asked for it and the container would only see it read-only. So, for
-//! a create by root, each read-only bind whose source the container's root
-//! cannot reach is made by runsbx as root, in a private mount namespace of
-//! the runsbx process, on its mount point inside the bundle's rootfs; the
-//! config libcontainer reads (a copy, rootless::ConfigCopy) no longer lists
-//! it. libcontainer binds
-//! the rootfs recursively and init's mount namespace is a copy of ours, so
-//! the container sees it in place; nothing appears on the host (the mounts
-//! live in namespaces only runsbx and the container hold) and nothing is
-//! left when both are gone. `sandbox` builds its own bundle the same way
+//! root asked for it (runc opens such sources before it enters the user
+//! namespace, and makes them). So, for a create by root, each plain bind
+//! whose source the container's root cannot reach is made by runsbx as
+//! root, in a private mount namespace of the runsbx process, on its mount
+//! point inside the bundle's rootfs; the config libcontainer reads (a copy,
+//! rootless::ConfigCopy) no longer lists it. libcontainer binds the rootfs
+//! recursively and init's mount namespace is a copy of ours, so the
+//! container sees it in place; nothing appears on the host (the mounts live
+//! in namespaces only runsbx and the container hold) and nothing is left
+//! when both are gone. `sandbox` builds its own bundle the same way
 //! (premount.rs); this makes a bundle from `gen`, or any other, run alike.
 //!
 //! Stops nothing more and nothing less than the config's binds would: the
-//! same source, destination and flags (read-only, and the bind's own
+//! same source, destination and flags (read-only or not, and the bind's own
 //! nosuid/nodev/noexec); inside the container's user namespace the mounts
 //! are locked (they come from a more privileged mount namespace), so the
-//! workload cannot unmount them, make them writable or drop nosuid/nodev.
-//! Only plain read-only binds qualify (any other option stays with
-//! libcontainer, and fails there as before, with its cause: initlog.rs),
-//! and only when no mount earlier in the list covers the destination
-//! (libcontainer's later mount would hide it). The mount point is resolved
-//! with openat2(RESOLVE_IN_ROOT): a symlink in the rootfs cannot aim root's
-//! mount outside it; the bind is cloned detached (open_tree), made
-//! read-only (mount_setattr) and only then attached on that descriptor
-//! (move_mount): it is never writable, and nothing is looked up twice. A
-//! bind that cannot be made fails the create (closed).
+//! workload cannot unmount them, make a read-only one writable or drop
+//! nosuid/nodev. Reaching the mount grants nothing on the files below it:
+//! their own modes still apply to the container's uids. Only plain binds
+//! qualify (any other option stays with libcontainer, and fails there as
+//! before, with its cause: initlog.rs), and only when no mount earlier in
+//! the list covers the destination (libcontainer's later mount would hide
+//! it). The mount point is resolved with openat2(RESOLVE_IN_ROOT): a
+//! symlink in the rootfs cannot aim root's mount outside it; the bind is
+//! cloned detached (open_tree), given its flags (mount_setattr) and only
+//! then attached on that descriptor (move_mount): a read-only bind is never
+//! writable, and nothing is looked up twice. A bind that cannot be made
+//! fails the create (closed).
 //!
 //! Idmapped binds (a mount's `uidMappings`/`gidMappings`, or the `idmap`
 //! and `ridmap` options, runc 1.2) are made here too, with or without a
@@ -206,7 +208,7 @@ pub fn check_idmaps(spec: &Spec, bundle_dir: &Path) -> Result<()> {
 /// The binds of `spec` runsbx must make itself, in the config's order: the
 /// idmapped ones (libcontainer 0.7 makes none; checked by `check_idmaps`),
 /// and, when the spec has a new user namespace whose root is not host
-/// root, the read-only binds that root cannot reach.
+/// root, the plain binds that root cannot reach.
 pub fn plan(spec: &Spec, bundle_dir: &Path) -> Vec<PreBind> {
     let root = container_root(spec);
     let mounts: &[Mount] = spec.mounts().as_deref().unwrap_or(&[]);
@@ -215,7 +217,7 @@ pub fn plan(spec: &Spec, bundle_dir: &Path) -> Vec<PreBind> {
         let idmap = idmap_of(spec, index, m).ok().flatten();
         let flags = match (&idmap, root) {
             (Some(_), _) => bind_flags(m),
-            (None, Some(_)) => match readonly_bind_flags(m) {
+            (None, Some(_)) => match plain_bind_flags(m) {
                 Some(flags) => flags,
                 None => continue,
             },
@@ -284,24 +286,28 @@ pub fn container_root(spec: &Spec) -> Option<(u32, u32)> {
     (uid != 0).then_some((uid, gid))
 }
 
-/// The remount flags of a plain read-only bind; `None` for anything else
-/// (another type, not read-only, or an option runsbx does not reproduce).
-fn readonly_bind_flags(m: &Mount) -> Option<MsFlags> {
+/// The flags of a plain bind (read-only or not); `None` for anything else
+/// (another type, or an option runsbx does not reproduce).
+fn plain_bind_flags(m: &Mount) -> Option<MsFlags> {
     let opts: &[String] = m.options().as_deref().unwrap_or(&[]);
-    if !facts::is_readonly_bind(m) {
-        return None;
-    }
-    let mut flags = MsFlags::MS_RDONLY;
-    for o in opts {
-        match o.as_str() {
-            "bind" | "rbind" | "ro" | "private" | "rprivate" => {}
-            "nosuid" => flags |= MsFlags::MS_NOSUID,
-            "nodev" => flags |= MsFlags::MS_NODEV,
-            "noexec" => flags |= MsFlags::MS_NOEXEC,
-            _ => return None,
-        }
-    }
-    Some(flags)
+    let plain = opts.iter().all(|o| {
+        matches!(
+            o.as_str(),
+            "bind"
+                | "rbind"
+                | "ro"
+                | "rw"
+                | "nosuid"
+                | "suid"
+                | "nodev"
+                | "dev"
+                | "noexec"
+                | "exec"
+                | "private"
+                | "rprivate"
+        )
+    });
+    (facts::is_bind(m) && plain).then(|| bind_flags(m))
 }
 
 /// MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC as a bind's options ask.
@@ -373,8 +379,8 @@ pub fn apply(rootfs: &Path, binds: &[PreBind], owner: (u32, u32)) -> Result<()> 
             ),
             e => errno(ctx("mount point in the rootfs"), e),
         })?;
-        // The bind is made detached, made read-only, then attached on the
-        // mount point already resolved: it is never writable, and no second
+        // The bind is made detached, given its flags, then attached on the
+        // mount point already resolved: a read-only one is never writable, and no second
         // lookup could land the remount on another mount.
         let made = match &b.idmap {
             None => {

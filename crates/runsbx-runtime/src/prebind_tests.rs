@@ -43,7 +43,7 @@ fn ro(src: &Path, dest: &str) -> serde_json::Value {
 }
 
 #[test]
-fn only_unreachable_readonly_binds_in_a_user_namespace() {
+fn only_unreachable_plain_binds_in_a_user_namespace() {
     // Root's own metadata checks: the test relies on a uid 65534 that owns
     // nothing here, and on 0700 stopping it.
     let (_t, private, open) = tree();
@@ -53,6 +53,7 @@ fn only_unreachable_readonly_binds_in_a_user_namespace() {
         ro(&private.join("dir"), "/p/dir"),
         ro(&open.join("file"), "/o/file"),
         {"destination": "/rw", "type": "bind", "source": private.join("dir"), "options": ["rbind", "rw"]},
+        {"destination": "/other", "type": "bind", "source": private.join("dir"), "options": ["rbind", "relatime"]},
         {"destination": "/odd", "type": "bind", "source": private.join("dir"), "options": ["rbind", "ro", "idmap"]},
         {"destination": "/rec", "type": "bind", "source": private.join("dir"), "options": ["rbind", "ro", "noexec"]},
     ]);
@@ -75,11 +76,13 @@ fn only_unreachable_readonly_binds_in_a_user_namespace() {
         vec![
             (1, "/p/file", false, false, nn),
             (2, "/p/dir", true, false, nn),
+            // Read-write, as runc makes it (it opens the source first).
+            (4, "/rw", true, true, MsFlags::empty()),
             // idmapped (the container's mapping): made by runsbx whatever
             // the container's root reaches.
-            (5, "/odd", true, true, MsFlags::MS_RDONLY),
+            (6, "/odd", true, true, MsFlags::MS_RDONLY),
             (
-                6,
+                7,
                 "/rec",
                 true,
                 true,

@@ -1,7 +1,7 @@
 //! The new mount API (open_tree, mount_setattr, move_mount; Linux 5.12+):
 //! a bind whose flags are set before it is attached, to a mount point held
-//! by descriptor. Used for the read-only binds runsbx makes itself
-//! (prebind.rs, premount.rs): no moment at which the bind is writable, and no second
+//! by descriptor. Used for the binds runsbx makes itself (prebind.rs,
+//! premount.rs): no moment at which a read-only bind is writable, and no second
 //! path lookup between bind and remount that a changed rootfs could divert.
 //! Also the flags set in init on mounts libcontainer made (remount.rs).
 
@@ -124,7 +124,7 @@ pub fn bind_at(
     attr: u64,
 ) -> Result<(), (&'static str, io::Error)> {
     let tree = clone_tree(source, recursive).map_err(|e| ("bind", e))?;
-    set_attr(&tree, attr).map_err(|e| ("make the bind read-only", e))?;
+    set_attr(&tree, attr).map_err(|e| ("set the bind's flags", e))?;
     attach(&tree, target).map_err(|e| ("attach the bind", e))
 }
 
