@@ -394,14 +394,15 @@ fn a_created_init_holds_no_file_of_the_caller_or_the_create() {
         held.push((fd, target, flags & libc::O_CLOEXEC as i64 != 0));
     }
     // runc's list: ptys, anonymous inodes, sockets, pipes, an O_PATH
-    // handle on / or /proc; runsbx's report FIFO in the state dir.
+    // handle on / or /proc; the start barrier FIFO in the state dir (runc's
+    // exec.fifo; runsbx's carries init's error too).
     let allowed = |t: &str| {
         ["socket:[", "pipe:[", "anon_inode:"]
             .iter()
             .any(|p| t.starts_with(p))
             || t == "/"
             || t == "/proc"
-            || t.ends_with(&format!("/{id}/runsbx-report.fifo"))
+            || t.ends_with(&format!("/{id}/exec.fifo"))
     };
     let wrong: Vec<_> = held.iter().filter(|(_, t, _)| !allowed(t)).collect();
     assert!(

@@ -25,7 +25,12 @@ use nix::sys::stat::Mode;
 
 use crate::error::{Result, RuntimeError};
 
-pub const REPORT_FIFO: &str = "runsbx-report.fifo";
+/// runc's name for its start barrier, which this FIFO is too: tools that
+/// list what a created init may hold (runc's own suite) know it.
+pub const REPORT_FIFO: &str = "exec.fifo";
+
+/// The name before 2026-12: containers created by an older runsbx.
+const OLD_REPORT_FIFO: &str = "runsbx-report.fifo";
 
 /// How long `start` waits for init to exec or fail before assuming it runs.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -138,19 +143,24 @@ pub struct ReportReader {
 impl ReportReader {
     /// `None` when the container has no report FIFO (already started).
     pub fn open(container_dir: &Path) -> Result<Option<Self>> {
-        let path = container_dir.join(REPORT_FIFO);
-        match fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(&path)
-        {
-            Ok(f) => Ok(Some(Self {
-                fd: f.into(),
-                path: Some(path),
-            })),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(RuntimeError::io(format!("open {}", path.display()), e)),
+        for name in [REPORT_FIFO, OLD_REPORT_FIFO] {
+            let path = container_dir.join(name);
+            match fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&path)
+            {
+                Ok(f) => {
+                    return Ok(Some(Self {
+                        fd: f.into(),
+                        path: Some(path),
+                    }))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(RuntimeError::io(format!("open {}", path.display()), e)),
+            }
         }
+        Ok(None)
     }
 
     /// Waits until init has exec'd the workload (Ok) or reported an error.
@@ -202,4 +212,25 @@ pub fn send(fd: RawFd, msg: &str) {
         bytes = &bytes[..4000];
     }
     let _ = nix::unistd::write(crate::sys::fds::borrow(fd), bytes);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A container created by a runsbx from before the rename still starts.
+    #[test]
+    fn start_finds_the_fifo_under_either_name() {
+        for name in [REPORT_FIFO, OLD_REPORT_FIFO] {
+            let dir = tempfile::tempdir().unwrap();
+            nix::unistd::mkfifo(&dir.path().join(name), Mode::from_bits_truncate(0o600)).unwrap();
+            let reader = ReportReader::open(dir.path()).unwrap().unwrap();
+            assert_eq!(
+                reader.path.as_deref(),
+                Some(dir.path().join(name).as_path())
+            );
+        }
+        let empty = tempfile::tempdir().unwrap();
+        assert!(ReportReader::open(empty.path()).unwrap().is_none());
+    }
 }
