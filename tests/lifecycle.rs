@@ -800,6 +800,66 @@ fn console_socket_receives_the_pty_master() {
     env.ok(&["delete", &id]);
 }
 
+/// `process.consoleSize` is the pty's size before the workload runs, for
+/// the container's process and for one `exec -t` starts (libcontainer 0.7
+/// applies it to neither; runc's suite: `exec [tty consolesize]`).
+#[test]
+fn the_pty_has_the_console_size_of_the_spec() {
+    let env = Env::new();
+    let mut b = env.bundle("b", &["sh", "-c", "stty size > /size; sleep 100"]);
+    b.config["process"]["terminal"] = true.into();
+    b.config["process"]["consoleSize"] = serde_json::json!({"height": 10, "width": 110});
+    b.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "destination": "/dev/pts", "type": "devpts", "source": "devpts",
+            "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"]
+        }));
+    b.save();
+    let wait_for = |name: &str| {
+        let file = b.dir.join("rootfs").join(name);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match fs::read_to_string(&file) {
+                Ok(text) if !text.is_empty() => return text,
+                _ => assert!(Instant::now() < deadline, "{name} never written"),
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    let sock = env.tmp.path().join("console.sock");
+    let receiver = receive_fd(&sock);
+    let id = unique_id("size");
+    let socket = sock.to_str().unwrap();
+    env.ok(&[
+        "create",
+        "--console-socket",
+        socket,
+        "--bundle",
+        b.path(),
+        &id,
+    ]);
+    let _master = receiver.join().unwrap();
+    env.ok(&["start", &id]);
+    assert_eq!(wait_for("size"), "10 110\n");
+
+    let process = env.tmp.path().join("process.json");
+    let spec = serde_json::json!({
+        "terminal": true, "consoleSize": {"height": 12, "width": 77},
+        "args": ["sh", "-c", "stty size > /exec-size"], "cwd": "/",
+        "user": {"uid": 0, "gid": 0}, "env": ["PATH=/bin"],
+    });
+    fs::write(&process, spec.to_string()).unwrap();
+    fs::remove_file(&sock).unwrap();
+    let receiver = receive_fd(&sock);
+    let p = process.to_str().unwrap();
+    env.ok(&["exec", "-t", "-d", "--console-socket", socket, "-p", p, &id]);
+    let _exec_master = receiver.join().unwrap();
+    assert_eq!(wait_for("exec-size"), "12 77\n");
+    env.ok(&["delete", "--force", &id]);
+}
+
 /// `exec` applies the container's own seccomp and Landlock layers, read
 /// from the state dir; without that record it refuses instead of running
 /// an unfiltered process.

@@ -256,6 +256,7 @@ pub struct Bundle {
 const APPLETS: &[&str] = &[
     "sh", "true", "false", "sleep", "cat", "echo", "ls", "id", "kill", "env", "pwd", "readlink",
     "touch", "mkdir", "rm", "grep", "wc", "head", "stat", "ps", "hostname", "test", "[", "printf",
+    "stty",
 ];
 
 impl Bundle {

@@ -116,6 +116,18 @@ impl Executor for SandboxExecutor {
             let stdin = crate::sys::fds::borrow(0);
             if nix::unistd::isatty(0).unwrap_or(false) {
                 let _ = crate::console::clear_onlcr(stdin);
+                // `process.consoleSize`, which libcontainer 0.7 never
+                // applies (runc sets it as it makes the pty); here, before
+                // the workload can read it.
+                if let Some(size) = terminal.and_then(|p| p.console_size()) {
+                    let ws = crate::sys::tty::WindowSize {
+                        ws_row: size.height().min(u16::MAX.into()) as u16,
+                        ws_col: size.width().min(u16::MAX.into()) as u16,
+                        ws_xpixel: 0,
+                        ws_ypixel: 0,
+                    };
+                    let _ = crate::sys::tty::set_window_size(stdin, &ws);
+                }
             }
         }
         // Stops: init holding a CAP_SETPCAP or CAP_CHOWN the spec did not
