@@ -756,14 +756,7 @@ fn console_socket_receives_the_pty_master() {
         "b",
         &["sh", "-c", "test -t 0 && test -t 1 && echo on-a-tty"],
     );
-    b.config["process"]["terminal"] = true.into();
-    b.config["mounts"]
-        .as_array_mut()
-        .unwrap()
-        .push(serde_json::json!({
-            "destination": "/dev/pts", "type": "devpts", "source": "devpts",
-            "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"]
-        }));
+    with_terminal(&mut b);
     b.save();
     let sock = env.tmp.path().join("console.sock");
     let receiver = receive_fd(&sock);
@@ -807,15 +800,8 @@ fn console_socket_receives_the_pty_master() {
 fn the_pty_has_the_console_size_of_the_spec() {
     let env = Env::new();
     let mut b = env.bundle("b", &["sh", "-c", "stty size > /size; sleep 100"]);
-    b.config["process"]["terminal"] = true.into();
+    with_terminal(&mut b);
     b.config["process"]["consoleSize"] = serde_json::json!({"height": 10, "width": 110});
-    b.config["mounts"]
-        .as_array_mut()
-        .unwrap()
-        .push(serde_json::json!({
-            "destination": "/dev/pts", "type": "devpts", "source": "devpts",
-            "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"]
-        }));
     b.save();
     let wait_for = |name: &str| {
         let file = b.dir.join("rootfs").join(name);
@@ -1402,6 +1388,18 @@ fn cpu_affinity_resets_for_containers_and_stays_for_sandboxes() {
 
 /// A listener on `sock` (made now) that takes one connection and returns
 /// the first descriptor sent over it (SCM_RIGHTS).
+/// `process.terminal` and a devpts of the container's own for its pty.
+fn with_terminal(b: &mut Bundle) {
+    b.config["process"]["terminal"] = true.into();
+    b.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "destination": "/dev/pts", "type": "devpts", "source": "devpts",
+            "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"]
+        }));
+}
+
 fn receive_fd(sock: &Path) -> std::thread::JoinHandle<std::os::fd::OwnedFd> {
     use std::os::fd::{FromRawFd, OwnedFd, RawFd};
     let listener = std::os::unix::net::UnixListener::bind(sock).unwrap();
