@@ -1070,16 +1070,31 @@ fn exec_ignore_paused() {
 }
 
 /// runc's `exec --cgroup`: the process runs in an existing sub-cgroup of
-/// the container's; `..` and a missing sub-cgroup are refused.
+/// the container's, of every controller or (cgroup v1) of the ones named;
+/// `..`, a missing sub-cgroup and an unknown controller are refused. Without
+/// it, an exec'd process is in every cgroup init is in (on a hybrid host
+/// also the unified and systemd hierarchies, which libcontainer skips).
 #[test]
 fn exec_into_a_sub_cgroup() {
     let env = Env::new();
     let b = env.bundle("b", &["sleep", "1000"]);
     let id = unique_id("execcg");
     env.ok(&["run", "-d", "--bundle", b.path(), &id]);
+    let pid = env.state(&id)["pid"].as_i64().unwrap();
+    let init = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    assert!(init.lines().all(|l| l.contains(&id)), "{init}");
+    assert_eq!(env.ok(&["exec", &id, "cat", "/proc/self/cgroup"]), init);
     assert_one_line_error(
         &env.run(&["exec", "--cgroup", "../escape", &id, "true"]),
-        "`..` would leave the container's cgroup",
+        "../escape is not a sub cgroup path",
+    );
+    assert_one_line_error(
+        &env.run(&["exec", "--cgroup", "whaaat:/", &id, "true"]),
+        "unknown controller \"whaaat\"",
+    );
+    assert_one_line_error(
+        &env.run(&["exec", "--cgroup", "pids:nonexistent", &id, "true"]),
+        "/nonexistent/cgroup.procs: no such file or directory",
     );
     assert_one_line_error(
         &env.run(&["exec", "--cgroup", "sub", &id, "true"]),
@@ -1109,6 +1124,24 @@ fn exec_into_a_sub_cgroup() {
         "/proc/self/cgroup",
     ]);
     assert!(out.lines().any(|l| l.ends_with("/sub")), "{out}");
+    // cgroup v1: one controller in its sub-cgroup, the rest in the
+    // container's (v2 has one cgroup for all).
+    if Path::new("/sys/fs/cgroup/pids").is_dir() {
+        let out = env.ok(&[
+            "exec",
+            "--cgroup",
+            "pids:sub",
+            &id,
+            "cat",
+            "/proc/self/cgroup",
+        ]);
+        for line in out.lines() {
+            match line.split(':').nth(1) {
+                Some("pids") => assert!(line.ends_with(&format!("{id}/sub")), "{out}"),
+                _ => assert!(line.ends_with(&id), "{out}"),
+            }
+        }
+    }
     env.ok(&["delete", "--force", &id]);
     assert_eq!(cgroups_named(&id), Vec::<std::path::PathBuf>::new());
 }

@@ -4,6 +4,8 @@
 
 use crate::spec::facts;
 use std::fs;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use libcontainer::container::Container;
@@ -454,6 +456,124 @@ pub(crate) fn remove_if_empty(c: &Container) -> bool {
 pub(crate) fn sub_cgroup_exists(base: &Path, sub: &str) -> bool {
     let dirs = dirs_in_every_hierarchy(base);
     !dirs.is_empty() && dirs.iter().all(|d| d.join(sub).is_dir())
+}
+
+/// A cgroup v2 host (one cgroup for every controller).
+pub(crate) fn is_unified() -> bool {
+    matches!(
+        libcgroups::common::get_cgroup_setup(),
+        Ok(libcgroups::common::CgroupSetup::Unified)
+    )
+}
+
+/// The hierarchies of a cgroup v1 host that libcgroups' v1 manager never
+/// joins: a hybrid host's cgroup2 at `unified/` and systemd's named
+/// hierarchy at `systemd/`. runc puts the container's processes there too,
+/// at the container's path; so does runsbx (`join_hybrid`, `hybrid_procs`),
+/// and its delete removes them (`dirs_in_every_hierarchy` lists them).
+fn hybrid_roots() -> Vec<PathBuf> {
+    use libcgroups::common::{get_cgroup_setup, CgroupSetup, DEFAULT_CGROUP_ROOT};
+    if !matches!(
+        get_cgroup_setup(),
+        Ok(CgroupSetup::Legacy | CgroupSetup::Hybrid)
+    ) {
+        return Vec::new();
+    }
+    let root = Path::new(DEFAULT_CGROUP_ROOT);
+    ["unified", "systemd"]
+        .iter()
+        .map(|name| root.join(name))
+        .filter(|d| d.join("cgroup.procs").is_file())
+        .collect()
+}
+
+/// Puts a created container's init in its cgroup at `cgroup_path` in the
+/// `hybrid_roots` hierarchies, made where missing.
+pub(crate) fn join_hybrid(cgroup_path: &Path, pid: i32) -> Result<()> {
+    let rel = cgroup_path.strip_prefix("/").unwrap_or(cgroup_path);
+    for root in hybrid_roots() {
+        let dir = root.join(rel);
+        let procs = dir.join("cgroup.procs");
+        fs::create_dir_all(&dir)
+            .and_then(|()| fs::write(&procs, pid.to_string()))
+            .map_err(|e| RuntimeError::io(format!("add init to {}", procs.display()), e))?;
+    }
+    Ok(())
+}
+
+/// The `cgroup.procs` of the container's cgroup in the `hybrid_roots`
+/// hierarchies that hold it, open for writing: an exec'd process writes
+/// itself there before it execs (executor.rs), as init is there.
+pub(crate) fn hybrid_procs(cgroup_path: &Path) -> Result<Vec<OwnedFd>> {
+    let rel = cgroup_path.strip_prefix("/").unwrap_or(cgroup_path);
+    hybrid_roots()
+        .into_iter()
+        .map(|root| root.join(rel))
+        .filter(|dir| dir.is_dir())
+        .map(|dir| open_procs(&dir.join("cgroup.procs")))
+        .collect()
+}
+
+/// Removes a container's cgroups in the `hybrid_roots` hierarchies once
+/// its processes are gone (libcgroups removes the v1 controllers' only).
+pub(crate) fn remove_hybrid(c: &Container) {
+    let Ok(config) = c.spec() else { return };
+    let rel = config
+        .cgroup_path
+        .strip_prefix("/")
+        .unwrap_or(&config.cgroup_path);
+    for root in hybrid_roots() {
+        let _ = fs::remove_dir(root.join(rel));
+    }
+}
+
+/// `exec --cgroup CONTROLLER:PATH` on cgroup v1: the `cgroup.procs` of
+/// each named controller's sub-cgroup, open for writing (the exec'd process
+/// moves itself there before it execs, after libcontainer put it in the
+/// container's cgroup of every controller). Errors as runc's: an unknown
+/// controller, a sub-cgroup that does not exist.
+pub(crate) fn controller_procs(
+    cgroup_path: &Path,
+    per_controller: &[(String, String)],
+) -> Result<Vec<OwnedFd>> {
+    let rel = cgroup_path.strip_prefix("/").unwrap_or(cgroup_path);
+    let root = Path::new(libcgroups::common::DEFAULT_CGROUP_ROOT);
+    let bad = |ctl: &str, err: String| RuntimeError::Cgroup {
+        context: format!("--cgroup {ctl}"),
+        err,
+    };
+    let mut out = Vec::new();
+    for (ctl, sub) in per_controller {
+        // Stops: a controller name that walks out of /sys/fs/cgroup.
+        let known = !ctl.contains('/') && ctl != "." && ctl != ".." && root.join(ctl).is_dir();
+        if !known || matches!(ctl.as_str(), "unified" | "systemd") {
+            return Err(bad(ctl, format!("unknown controller {ctl:?}")));
+        }
+        let procs = root.join(ctl).join(rel).join(sub).join("cgroup.procs");
+        match open_procs(&procs) {
+            Ok(fd) => out.push(fd),
+            Err(RuntimeError::Io { err, .. }) if err.kind() == std::io::ErrorKind::NotFound => {
+                return Err(bad(
+                    ctl,
+                    format!(
+                        "adding pid to {}: no such file or directory",
+                        procs.display()
+                    ),
+                ))
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}
+
+fn open_procs(path: &Path) -> Result<OwnedFd> {
+    fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(path)
+        .map(OwnedFd::from)
+        .map_err(|e| RuntimeError::io(format!("open {}", path.display()), e))
 }
 
 /// Removes the sub-cgroups under a container's cgroup (made for `exec

@@ -82,6 +82,12 @@ pub struct SandboxExecutor {
     /// waits for `start` (`sys::fds::not_for_init`: the caller's leftovers,
     /// the create lock), closed at the end of `validate`.
     pub not_for_init: Vec<crate::sys::fds::NotForInit>,
+    /// `cgroup.procs` files (descriptors runsbx opened on the host, close
+    /// on exec) an exec'd process writes itself into first thing in
+    /// `validate`: the sub-cgroups `exec --cgroup CONTROLLER:PATH` names
+    /// and a hybrid host's unified and systemd hierarchies, which
+    /// libcontainer does not join (cgroup.rs).
+    pub join_cgroups: Vec<RawFd>,
 }
 
 impl SandboxExecutor {
@@ -99,6 +105,14 @@ impl SandboxExecutor {
 
 impl Executor for SandboxExecutor {
     fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
+        // Before anything of the workload's can run: "0" is the writer.
+        for &fd in &self.join_cgroups {
+            let joined = nix::unistd::write(crate::sys::fds::borrow(fd), b"0");
+            let _ = nix::unistd::close(fd);
+            joined.map_err(|e| {
+                ExecutorValidationError::ArgValidationError(format!("join a cgroup: {e}"))
+            })?;
+        }
         // As runc: the pty made for a terminal process owned by its uid
         // (usable by a non-root user), with the CAP_CHOWN kept for it when
         // the spec gives none. Not the caller's stdio (capsets.rs).

@@ -44,7 +44,7 @@ pub mod supervise;
 #[allow(unsafe_code)]
 mod sys;
 
-pub use container::{CreateOptions, ExecOptions, Executed, Owned, Runtime, StateView};
+pub use container::{CreateOptions, ExecOptions, Executed, Owned, Runtime, StateView, SubCgroups};
 pub use error::{Result, RuntimeError};
 // What the binary needs of the unsafe layer, and no more of it: the sealed
 // re-exec (CVE-2019-5736), SIGPIPE's default action, a pidfd sent over a

@@ -8,6 +8,7 @@ use runsbx_runtime::guard::{self, Limits};
 use runsbx_runtime::supervise::{self, Supervision};
 
 use runsbx_runtime::resources::ResourceUpdate;
+use runsbx_runtime::SubCgroups;
 
 use crate::cli::{GuardFlags, SandboxFlags, Update};
 
@@ -92,50 +93,45 @@ pub fn parse_user(s: &str) -> Result<(u32, Option<u32>)> {
     }
 }
 
-/// `--cgroup` as runc parses it (`PATH` alone, or `CONTROLLER[,...]:PATH`
-/// once per controller), reduced to the one path libcontainer takes for
-/// every controller; `None` is the container's own cgroup.
-pub fn parse_sub_cgroup(args: &[String]) -> Result<Option<String>> {
-    let mut path: Option<&str> = None;
-    let mut controllers: Vec<&str> = Vec::new();
+/// `--cgroup` as runc parses it: `PATH` alone (every controller), or
+/// `CONTROLLER[,...]:PATH` once per controller (the others stay in the
+/// container's own cgroup). Paths relative, without `..`, `""` for the
+/// container's own.
+pub fn parse_sub_cgroup(args: &[String]) -> Result<SubCgroups> {
+    let mut out = SubCgroups::default();
     for arg in args {
-        let p = match arg.split_once(':') {
+        let (ctrls, p) = match arg.split_once(':') {
             None if args.len() > 1 => {
                 bail!("--cgroup {arg:?}: needs a CONTROLLER: prefix when --cgroup is repeated")
             }
-            None => arg.as_str(),
+            None => (None, arg.as_str()),
             Some((_, p)) if p.contains(':') => {
                 bail!("--cgroup {arg:?}: expected [CONTROLLER:]PATH")
             }
-            Some((ctrls, p)) => {
-                for c in ctrls.split(',') {
-                    if c.is_empty() {
-                        bail!("--cgroup {arg:?}: empty controller name");
-                    }
-                    if controllers.contains(&c) {
-                        bail!("--cgroup: controller {c} given more than once");
-                    }
-                    controllers.push(c);
-                }
-                p
-            }
+            Some((ctrls, p)) => (Some(ctrls), p),
         };
         // Stops: an exec'd process placed in a cgroup outside the
         // container's (`..` climbing out of it), where the container's
         // limits, freeze and kill --all would not reach it.
         if p.split('/').any(|c| c == "..") {
-            bail!("--cgroup {arg:?}: `..` would leave the container's cgroup");
+            bail!("--cgroup {arg:?}: {p} is not a sub cgroup path (it would leave the container's cgroup)");
         }
-        let p = p.trim_matches('/');
-        match path {
-            Some(q) if q != p => bail!(
-                "--cgroup: runsbx runs the process in one sub-cgroup for every controller; \
-                 got {q:?} and {p:?}"
-            ),
-            _ => path = Some(p),
+        let p = p.trim_matches('/').to_string();
+        let Some(ctrls) = ctrls else {
+            out.all = Some(p).filter(|p| !p.is_empty());
+            continue;
+        };
+        for c in ctrls.split(',') {
+            if c.is_empty() {
+                bail!("--cgroup {arg:?}: empty controller name");
+            }
+            if out.per_controller.iter().any(|(known, _)| known == c) {
+                bail!("--cgroup: controller {c} given more than once");
+            }
+            out.per_controller.push((c.to_string(), p.clone()));
         }
     }
-    Ok(path.filter(|p| !p.is_empty()).map(str::to_string))
+    Ok(out)
 }
 
 /// `update`'s flags (without `--resources`) as a change of resources.
@@ -255,20 +251,37 @@ mod tests {
     #[test]
     fn sub_cgroups() {
         let v = |a: &[&str]| parse_sub_cgroup(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>());
-        assert_eq!(v(&[]).unwrap(), None);
-        assert_eq!(v(&["/"]).unwrap(), None);
-        assert_eq!(v(&["/sub/x"]).unwrap().as_deref(), Some("sub/x"));
-        assert_eq!(v(&["sub"]).unwrap().as_deref(), Some("sub"));
+        let all = |p: Option<&str>| SubCgroups {
+            all: p.map(str::to_string),
+            per_controller: Vec::new(),
+        };
+        assert_eq!(v(&[]).unwrap(), all(None));
+        assert_eq!(v(&["/"]).unwrap(), all(None));
+        assert_eq!(v(&["/sub/x"]).unwrap(), all(Some("sub/x")));
+        assert_eq!(v(&["sub"]).unwrap(), all(Some("sub")));
+        let per = v(&["cpu,memory:/sub", "pids:x/", "devices:/"]).unwrap();
+        let pairs: Vec<(&str, &str)> = per
+            .per_controller
+            .iter()
+            .map(|(c, p)| (c.as_str(), p.as_str()))
+            .collect();
         assert_eq!(
-            v(&["cpu,memory:/sub", "pids:sub/"]).unwrap().as_deref(),
-            Some("sub")
+            pairs,
+            [
+                ("cpu", "sub"),
+                ("memory", "sub"),
+                ("pids", "x"),
+                ("devices", "")
+            ]
         );
+        assert_eq!(per.all, None);
+        let err = v(&[".."]).unwrap_err().to_string();
+        assert!(err.contains(".. is not a sub cgroup path"), "{err}");
         for bad in [
             &["../x"][..],
             &["a/../../x"],
             &["cpu:.."],
             &["a", "b"],
-            &["cpu:/a", "pids:/b"],
             &["cpu:/a", "cpu:/a"],
             &[",cpu:/a"],
             &["cpu:/a:b"],

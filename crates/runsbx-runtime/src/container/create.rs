@@ -393,6 +393,13 @@ impl Runtime {
             // a delegated v2 cgroup (no such switch) or in the caller's.
             if !plan.rootless && !plan.cgroup_free {
                 crate::cgroup::disable_oom_killer(&plan.bundle.spec, pid.as_raw())?;
+                if !self.systemd_cgroup {
+                    let path = container
+                        .spec()
+                        .map_err(|e| RuntimeError::lc(format!("container {id:?}"), e))?
+                        .cgroup_path;
+                    crate::cgroup::join_hybrid(&path, pid.as_raw())?;
+                }
             }
         }
         let reader = report.commit(dir)?;

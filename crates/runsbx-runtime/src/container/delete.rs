@@ -169,6 +169,9 @@ impl Runtime {
             // killed, the host's init reaps it later) still holds the cgroup.
             crate::cgroup::wait_empty(m);
             crate::cgroup::remove_sub_cgroups(&c);
+            if !c.systemd() {
+                crate::cgroup::remove_hybrid(&c);
+            }
         }
         // A zombie the host's init has not reaped yet keeps a v1 cgroup busy
         // even when no pid is listed: retry the removal for a while.

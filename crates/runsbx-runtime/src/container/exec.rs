@@ -1,6 +1,8 @@
 //! `exec`: a new process in a running container, under the same seccomp
 //! filter and Landlock layers as its init.
 
+use std::os::fd::AsRawFd;
+
 use libcontainer::container::ContainerStatus;
 
 use super::process::exec_process;
@@ -38,9 +40,7 @@ impl Runtime {
         if let Some(p) = &opts.pid_file {
             super::check_parent_dir(p, "--pid-file")?;
         }
-        if let Some(sub) = &opts.sub_cgroup {
-            check_sub_cgroup(&c, &opts.id, sidecar.no_cgroup, sub)?;
-        }
+        let (sub_cgroup, join_cgroups) = self.exec_cgroups(&c, &opts, sidecar.no_cgroup)?;
         let seccomp = sidecar.policy.compile_seccomp()?;
         // libcontainer reads the bundle's config.json again for an exec.
         let bundle = Bundle::load(c.bundle())?;
@@ -137,6 +137,7 @@ impl Runtime {
             without_nnp: kept,
             caps_kept,
             reset_affinity: true,
+            join_cgroups: join_cgroups.iter().map(AsRawFd::as_raw_fd).collect(),
             ..SandboxExecutor::new(seccomp, sidecar.policy.landlock.clone())
         };
         let context = format!("container {:?}", opts.id);
@@ -183,7 +184,7 @@ impl Runtime {
             .with_no_new_privs(opts.no_new_privs)
             .with_capabilities(opts.cap.clone())
             .with_ignore_paused(opts.ignore_paused)
-            .with_sub_cgroup(opts.sub_cgroup.clone())
+            .with_sub_cgroup(sub_cgroup)
             .build()
             .map_err(lc)?;
         let console = match console.map(|c| c.receive()).transpose() {
@@ -194,6 +195,51 @@ impl Runtime {
             }
         };
         Ok(Executed { pid, console })
+    }
+
+    /// The cgroups of an exec'd process besides the container's own, which
+    /// libcontainer joins: the sub-cgroup it joins for every controller
+    /// (`--cgroup PATH`), and the `cgroup.procs` the process writes itself
+    /// into before it execs (`--cgroup CONTROLLER:PATH` on cgroup v1, where
+    /// each controller has a cgroup of its own; a hybrid host's unified and
+    /// systemd hierarchies, which init joined at create).
+    fn exec_cgroups(
+        &self,
+        c: &libcontainer::container::Container,
+        opts: &ExecOptions,
+        no_cgroup: bool,
+    ) -> Result<(Option<String>, Vec<std::os::fd::OwnedFd>)> {
+        let subs = &opts.sub_cgroup;
+        let mut all = subs.all.clone();
+        let mut per = subs.per_controller.clone();
+        if crate::cgroup::is_unified() && !per.is_empty() {
+            // One cgroup for every controller: the paths must agree.
+            let first = per[0].1.clone();
+            if per.iter().any(|(_, p)| *p != first) {
+                return Err(RuntimeError::Cgroup {
+                    context: "exec --cgroup".into(),
+                    err: "cgroup v2 has one cgroup for every controller; give one path".into(),
+                });
+            }
+            all = Some(first).filter(|p| !p.is_empty());
+            per.clear();
+        }
+        if let Some(sub) = &all {
+            check_sub_cgroup(c, &opts.id, no_cgroup, sub)?;
+        }
+        if no_cgroup || crate::rootless::active() || c.systemd() {
+            if !per.is_empty() {
+                return Err(crate::cgroup::no_cgroup(
+                    &opts.id,
+                    "run an exec'd process in a sub-cgroup",
+                ));
+            }
+            return Ok((all, Vec::new()));
+        }
+        let recorded = recorded_cgroup_path(c, &opts.id)?;
+        let mut fds = crate::cgroup::controller_procs(&recorded, &per)?;
+        fds.extend(crate::cgroup::hybrid_procs(&recorded)?);
+        Ok((all, fds))
     }
 
     /// Stops: the process exec'd into a container made with runc's default

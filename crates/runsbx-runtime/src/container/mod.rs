@@ -211,9 +211,21 @@ pub struct ExecOptions {
     pub cap: Vec<String>,
     /// Exec into a paused container too (runc's `--ignore-paused`).
     pub ignore_paused: bool,
-    /// A sub-cgroup of the container's to run the process in, relative,
-    /// without `..` (runc's `--cgroup`).
-    pub sub_cgroup: Option<String>,
+    /// Sub-cgroups of the container's to run the process in (runc's
+    /// `--cgroup`).
+    pub sub_cgroup: SubCgroups,
+}
+
+/// Where `exec --cgroup` puts the process, relative to the container's
+/// cgroup, without `..`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SubCgroups {
+    /// `--cgroup PATH`: every controller.
+    pub all: Option<String>,
+    /// `--cgroup CONTROLLER[,...]:PATH`: (controller, path; `""` the
+    /// container's own); the controllers not named stay in the container's
+    /// own cgroup.
+    pub per_controller: Vec<(String, String)>,
 }
 
 /// A process `exec` started.
