@@ -1069,6 +1069,59 @@ fn exec_ignore_paused() {
     env.ok(&["delete", "--force", &id]);
 }
 
+/// A bind's flags as runc 1.2 makes them (its suite's mounts_sshfs): with
+/// only `bind` it keeps its source's; with any flag option it has exactly
+/// the flags its options set, the source's others cleared; in a user
+/// namespace the flags it inherited from a more privileged one stay
+/// (locked), and only those the kernel lets it clear go.
+#[test]
+fn a_binds_flags_are_the_ones_its_options_name() {
+    let env = Env::new();
+    let src = env.nodev_dir();
+    let remount = Command::new("mount")
+        .args(["--bind", "-o", "remount,ro,nodev,noexec,nosymfollow"])
+        .arg(src.path())
+        .status()
+        .unwrap();
+    assert!(remount.success(), "remount {}", src.path().display());
+    let mut b = env.bundle("b", &["sh", "-c", "grep ' /mnt ' /proc/self/mounts"]);
+    let flags_with = |b: &mut Bundle, options: &[&str]| {
+        let mounts = b.config["mounts"].as_array_mut().unwrap();
+        mounts.retain(|m| m["destination"] != "/mnt");
+        mounts.push(serde_json::json!({"destination": "/mnt", "type": "bind",
+            "source": src.path(), "options": options}));
+        b.save();
+        let out = env.ok(&["run", "--bundle", b.path(), &unique_id("flags")]);
+        let flags: Vec<String> = out
+            .split_whitespace()
+            .nth(3)
+            .unwrap_or_else(|| panic!("no /mnt in {out}"))
+            .split(',')
+            .map(str::to_string)
+            .collect();
+        flags
+    };
+    let has = |flags: &[String], f: &str| flags.iter().any(|x| x == f);
+    let kept = flags_with(&mut b, &["bind"]);
+    for f in ["ro", "nodev", "noexec", "nosymfollow"] {
+        assert!(has(&kept, f), "{f}: {kept:?}");
+    }
+    let cleared = flags_with(&mut b, &["bind", "nosuid"]);
+    assert!(
+        has(&cleared, "rw") && has(&cleared, "nosuid"),
+        "{cleared:?}"
+    );
+    for f in ["nodev", "noexec", "nosymfollow"] {
+        assert!(!has(&cleared, f), "{f}: {cleared:?}");
+    }
+    b.with_userns_as_nobody();
+    let locked = flags_with(&mut b, &["bind", "nosuid"]);
+    for f in ["ro", "nosuid", "nodev", "noexec"] {
+        assert!(has(&locked, f), "{f}: {locked:?}");
+    }
+    assert!(!has(&locked, "nosymfollow"), "{locked:?}");
+}
+
 /// runc's `exec --cgroup`: the process runs in an existing sub-cgroup of
 /// the container's, of every controller or (cgroup v1) of the ones named;
 /// `..`, a missing sub-cgroup and an unknown controller are refused. Without

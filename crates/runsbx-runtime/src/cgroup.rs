@@ -517,11 +517,13 @@ pub(crate) fn hybrid_procs(cgroup_path: &Path) -> Result<Vec<OwnedFd>> {
 /// Removes a container's cgroups in the `hybrid_roots` hierarchies once
 /// its processes are gone (libcgroups removes the v1 controllers' only).
 pub(crate) fn remove_hybrid(c: &Container) {
-    let Ok(config) = c.spec() else { return };
-    let rel = config
-        .cgroup_path
-        .strip_prefix("/")
-        .unwrap_or(&config.cgroup_path);
+    if let Ok(config) = c.spec() {
+        remove_hybrid_at(&config.cgroup_path);
+    }
+}
+
+fn remove_hybrid_at(cgroup_path: &Path) {
+    let rel = cgroup_path.strip_prefix("/").unwrap_or(cgroup_path);
     for root in hybrid_roots() {
         let _ = fs::remove_dir(root.join(rel));
     }
@@ -840,6 +842,7 @@ pub(crate) fn check_unified_supported(spec: &libcontainer::oci_spec::runtime::Sp
 /// before the failure (e.g. the pid file could not be written).
 pub(crate) fn kill_cgroup_path(id: &str, path: PathBuf) {
     use libcgroups::common::CgroupManager;
+    let hybrid = path.clone();
     let Ok(manager) = libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
         cgroup_path: path,
         systemd_cgroup: false,
@@ -864,6 +867,7 @@ pub(crate) fn kill_cgroup_path(id: &str, path: PathBuf) {
             }
         }
         if manager.remove().is_ok() {
+            remove_hybrid_at(&hybrid);
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(5));

@@ -27,6 +27,8 @@ use std::path::{Path, PathBuf};
 
 use libcontainer::oci_spec::runtime::Spec;
 
+use crate::spec::facts;
+
 /// One mount (with `recursive`, every mount below it too) whose attributes
 /// runsbx sets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,30 +36,79 @@ pub struct Remount {
     pub destination: PathBuf,
     /// MOUNT_ATTR_* bits to set.
     pub attr: u64,
+    /// MOUNT_ATTR_* bits to clear: the options clear them (`rw`, `suid`, ...).
+    pub clear: u64,
+    /// MOUNT_ATTR_* bits to clear where the kernel lets the container's
+    /// namespace clear them: a bind's flags its options do not name.
+    pub clear_unlocked: u64,
     /// MS_SHARED, MS_SLAVE, MS_PRIVATE, MS_UNBINDABLE, or 0.
     pub propagation: u64,
     pub recursive: bool,
 }
 
+/// The per-mount flags runsbx sets and clears, as (set, clear) options.
+const FLAG_PAIRS: [(&str, &str, u64); 5] = [
+    ("ro", "rw", libc::MOUNT_ATTR_RDONLY),
+    ("nosuid", "suid", libc::MOUNT_ATTR_NOSUID),
+    ("nodev", "dev", libc::MOUNT_ATTR_NODEV),
+    ("noexec", "exec", libc::MOUNT_ATTR_NOEXEC),
+    ("nosymfollow", "symfollow", libc::MOUNT_ATTR_NOSYMFOLLOW),
+];
+
+/// Options that say something of the mount's access-time flags.
+const ATIME: [&str; 8] = [
+    "atime",
+    "noatime",
+    "relatime",
+    "norelatime",
+    "strictatime",
+    "nostrictatime",
+    "diratime",
+    "nodiratime",
+];
+
+/// For each of `FLAG_PAIRS`: `Some(true)` set, `Some(false)` cleared, by
+/// the last option of its pair; `None` not named.
+fn asked<'a>(
+    options: impl DoubleEndedIterator<Item = &'a str> + Clone,
+) -> impl Iterator<Item = (Option<bool>, u64)> {
+    FLAG_PAIRS.into_iter().map(move |(on, off, bit)| {
+        let last = options
+            .clone()
+            .rev()
+            .find_map(|o| (o == on).then_some(true).or((o == off).then_some(false)));
+        (last, bit)
+    })
+}
+
 /// The attributes a mount's options ask for, of those runsbx sets: the last
 /// of each pair (`ro`/`rw`, `nosuid`/`suid`, ...) wins.
 pub(crate) fn asked_attr<'a>(options: impl DoubleEndedIterator<Item = &'a str> + Clone) -> u64 {
-    let last = |on: &str, off: &str| {
-        options
-            .clone()
-            .rev()
-            .find_map(|o| (o == on).then_some(true).or((o == off).then_some(false)))
-            .unwrap_or(false)
-    };
-    [
-        ("ro", "rw", libc::MOUNT_ATTR_RDONLY),
-        ("nosuid", "suid", libc::MOUNT_ATTR_NOSUID),
-        ("nodev", "dev", libc::MOUNT_ATTR_NODEV),
-        ("noexec", "exec", libc::MOUNT_ATTR_NOEXEC),
-    ]
-    .into_iter()
-    .filter(|(on, off, _)| last(on, off))
-    .fold(0, |acc, (_, _, bit)| acc | bit)
+    asked(options)
+        .filter(|(last, _)| *last == Some(true))
+        .fold(0, |acc, (_, bit)| acc | bit)
+}
+
+/// A bind's flags as runc 1.2 makes them: with no flag among its options
+/// (`bind` alone, a propagation), the source's stay (`None`); with any, the
+/// bind has the ones its options set and no other: (set, cleared by an
+/// option, cleared because no option names it).
+fn bind_attrs<'a>(
+    options: impl DoubleEndedIterator<Item = &'a str> + Clone,
+) -> Option<(u64, u64, u64)> {
+    let flagged = options
+        .clone()
+        .any(|o| ATIME.contains(&o) || FLAG_PAIRS.iter().any(|(on, off, _)| o == *on || o == *off));
+    if !flagged {
+        return None;
+    }
+    Some(
+        asked(options).fold((0, 0, 0), |(set, clear, unnamed), (last, bit)| match last {
+            Some(true) => (set | bit, clear, unnamed),
+            Some(false) => (set, clear | bit, unnamed),
+            None => (set, clear, unnamed | bit),
+        }),
+    )
 }
 
 /// What runsbx must set after libcontainer's mounts, in spec order. Applied
@@ -68,13 +119,21 @@ pub fn plan(spec: &Spec) -> Vec<Remount> {
     for (i, m) in spec.mounts().iter().flatten().enumerate() {
         let options = m.options().as_deref().unwrap_or_default();
         let options = options.iter().map(String::as_str);
-        // An idmapped bind's propagation (see prebind.rs).
-        if let Ok(Some(idmap)) = crate::prebind::idmap_of(spec, i, m) {
-            if !idmap.propagation.is_empty() {
+        if facts::is_bind(m) {
+            // An idmapped bind's propagation (see prebind.rs).
+            let propagation = match crate::prebind::idmap_of(spec, i, m) {
+                Ok(Some(idmap)) => idmap.propagation.bits(),
+                _ => 0,
+            };
+            let flags = bind_attrs(options);
+            if flags.is_some() || propagation != 0 {
+                let (attr, clear, clear_unlocked) = flags.unwrap_or_default();
                 out.push(Remount {
                     destination: m.destination().clone(),
-                    attr: 0,
-                    propagation: idmap.propagation.bits(),
+                    attr,
+                    clear,
+                    clear_unlocked,
+                    propagation,
                     recursive: false,
                 });
             }
@@ -91,6 +150,8 @@ pub fn plan(spec: &Spec) -> Vec<Remount> {
             out.push(Remount {
                 destination: m.destination().clone(),
                 attr,
+                clear: 0,
+                clear_unlocked: 0,
                 propagation: 0,
                 recursive,
             });
@@ -101,15 +162,36 @@ pub fn plan(spec: &Spec) -> Vec<Remount> {
 
 /// In init, after pivot_root: sets each remount's attributes.
 pub fn apply(remounts: &[Remount]) -> Result<(), String> {
+    use crate::sys::mountapi::{is_mount_root, locked_attr, set_attr_at};
     for r in remounts {
-        crate::sys::mountapi::set_attr_at(&r.destination, r.attr, r.propagation, r.recursive)
-            .map_err(|e| {
-                format!(
-                    "mounts: {}: setting {} as the spec asks: {e}",
-                    r.destination.display(),
-                    describe(r.attr, r.propagation)
-                )
-            })?;
+        let failed = |e: std::io::Error| {
+            format!(
+                "mounts: {}: setting {} as the spec asks: {e}",
+                r.destination.display(),
+                describe(r.attr, r.propagation)
+            )
+        };
+        let mut clear = r.clear | r.clear_unlocked;
+        if clear != 0 {
+            // Stops: clearing a bind's flags on another mount (a later
+            // mount of the list covering the bind's destination, a symlink
+            // there): only the mount whose root the path is.
+            if !is_mount_root(&r.destination).map_err(failed)? {
+                continue;
+            }
+        }
+        let attr = |clear| (r.attr, clear, r.propagation);
+        match set_attr_at(&r.destination, attr(clear), r.recursive) {
+            // In a user namespace the flags of a mount from a more
+            // privileged one are locked: those the options do not name
+            // stay, as runc 1.2 leaves them; one an option clears fails.
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) && r.clear_unlocked != 0 => {
+                let locked = locked_attr(&r.destination).map_err(failed)?;
+                clear = r.clear | (r.clear_unlocked & !locked);
+                set_attr_at(&r.destination, attr(clear), r.recursive).map_err(failed)?;
+            }
+            other => other.map_err(failed)?,
+        }
     }
     Ok(())
 }
@@ -156,6 +238,8 @@ mod tests {
                     | libc::MOUNT_ATTR_NOSUID
                     | libc::MOUNT_ATTR_NODEV
                     | libc::MOUNT_ATTR_NOEXEC,
+                clear: 0,
+                clear_unlocked: 0,
                 propagation: 0,
                 recursive: true,
             }]
@@ -178,6 +262,8 @@ mod tests {
             vec![Remount {
                 destination: "/dev".into(),
                 attr: libc::MOUNT_ATTR_RDONLY,
+                clear: 0,
+                clear_unlocked: 0,
                 propagation: 0,
                 recursive: false
             }]
@@ -192,10 +278,48 @@ mod tests {
             {"destination": "/data", "type": "bind", "source": "/tmp", "options": ["ro"]},
         ]));
         assert_eq!(plan(&s)[0].attr, libc::MOUNT_ATTR_NOSUID);
-        assert_eq!(plan(&s).len(), 1);
+        assert_eq!(plan(&s)[0].clear_unlocked, 0);
+        assert_eq!(plan(&s).len(), 2);
         let none = spec(json!([{"destination": "/sys/fs/cgroup", "type": "cgroup",
             "source": "cgroup", "options": ["rw", "relatime"]}]));
         assert!(plan(&none).is_empty());
+    }
+
+    /// runc 1.2: a bind keeps its source's flags unless its options name
+    /// one; then it has exactly those its options set.
+    #[test]
+    fn a_bind_has_the_flags_its_options_name_or_its_sources() {
+        let s = spec(json!([
+            {"destination": "/keep", "type": "bind", "source": "/tmp", "options": ["rbind", "rprivate"]},
+            {"destination": "/ro", "type": "bind", "source": "/tmp", "options": ["bind", "ro", "suid"]},
+            {"destination": "/at", "source": "/tmp", "options": ["bind", "noatime"]},
+        ]));
+        let got = plan(&s);
+        assert_eq!(got.len(), 2);
+        let others =
+            libc::MOUNT_ATTR_NODEV | libc::MOUNT_ATTR_NOEXEC | libc::MOUNT_ATTR_NOSYMFOLLOW;
+        assert_eq!(
+            (
+                got[0].destination.to_str(),
+                got[0].attr,
+                got[0].clear,
+                got[0].clear_unlocked
+            ),
+            (
+                Some("/ro"),
+                libc::MOUNT_ATTR_RDONLY,
+                libc::MOUNT_ATTR_NOSUID,
+                others
+            )
+        );
+        assert_eq!(
+            (got[1].attr, got[1].clear, got[1].clear_unlocked),
+            (
+                0,
+                0,
+                others | libc::MOUNT_ATTR_RDONLY | libc::MOUNT_ATTR_NOSUID
+            )
+        );
     }
 
     #[test]

@@ -11,21 +11,74 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-/// Sets `attr` (MOUNT_ATTR_* bits) and `propagation` (MS_SHARED, MS_SLAVE,
-/// MS_PRIVATE, MS_UNBINDABLE, or 0 to leave it) on the mount at `path` (not
-/// following a final symlink), and with `recursive` on every mount below
-/// it. The mount must be in the caller's mount namespace.
-pub fn set_attr_at(path: &Path, attr: u64, propagation: u64, recursive: bool) -> io::Result<()> {
-    let path = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+/// Sets `attr` and clears `clear` (MOUNT_ATTR_* bits), and sets
+/// `propagation` (MS_SHARED, MS_SLAVE, MS_PRIVATE, MS_UNBINDABLE, or 0 to
+/// leave it) on the mount at `path` (not following a final symlink), and
+/// with `recursive` on every mount below it. The mount must be in the
+/// caller's mount namespace.
+pub fn set_attr_at(
+    path: &Path,
+    (attr, clear, propagation): (u64, u64, u64),
+    recursive: bool,
+) -> io::Result<()> {
+    let path = c_path(path)?;
     let mut flags = libc::AT_SYMLINK_NOFOLLOW;
     if recursive {
         flags |= libc::AT_RECURSIVE;
     }
     let mut a: libc::mount_attr = unsafe_zeroed();
     a.attr_set = attr;
+    a.attr_clr = clear;
     a.propagation = propagation;
     mount_setattr_raw(libc::AT_FDCWD, &path, flags as libc::c_uint, &a)
+}
+
+fn c_path(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// Whether `path` (a final symlink not followed) is the root of a mount
+/// (statx's STATX_ATTR_MOUNT_ROOT, Linux 5.8+).
+pub fn is_mount_root(path: &Path) -> io::Result<bool> {
+    let path = c_path(path)?;
+    // SAFETY: statx with all-zero bytes is a valid value to be overwritten.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated and `st` is a statx the kernel fills.
+    let rc = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+            0,
+            &mut st,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if st.stx_attributes_mask & libc::STATX_ATTR_MOUNT_ROOT as u64 == 0 {
+        return Err(io::Error::from_raw_os_error(libc::ENOTSUP));
+    }
+    Ok(st.stx_attributes & libc::STATX_ATTR_MOUNT_ROOT as u64 != 0)
+}
+
+/// The MOUNT_ATTR_RDONLY, NOSUID, NODEV and NOEXEC bits the mount at `path`
+/// has now (statvfs): the ones a user namespace cannot clear on a mount
+/// that came from a more privileged one.
+pub fn locked_attr(path: &Path) -> io::Result<u64> {
+    use nix::sys::statvfs::FsFlags;
+    let st = nix::sys::statvfs::statvfs(path).map_err(io::Error::from)?;
+    let flags = st.flags();
+    Ok([
+        (FsFlags::ST_RDONLY, libc::MOUNT_ATTR_RDONLY),
+        (FsFlags::ST_NOSUID, libc::MOUNT_ATTR_NOSUID),
+        (FsFlags::ST_NODEV, libc::MOUNT_ATTR_NODEV),
+        (FsFlags::ST_NOEXEC, libc::MOUNT_ATTR_NOEXEC),
+    ]
+    .iter()
+    .filter(|(f, _)| flags.contains(*f))
+    .fold(0, |acc, (_, a)| acc | a))
 }
 
 /// A detached copy of the mount tree at `source` (the whole subtree with
