@@ -1069,6 +1069,55 @@ fn exec_ignore_paused() {
     env.ok(&["delete", "--force", &id]);
 }
 
+/// runc's `tmpcopyup` (podman's `--read-only` and `--tmpfs`): the tmpfs
+/// starts with the image's files at its destination, owners, modes and
+/// symlinks (as links) kept, writable where the image is not; one under an
+/// earlier mount is refused in one line.
+#[test]
+fn a_tmpcopyup_tmpfs_starts_with_the_images_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let script = "cat /data/f; stat -c '%u %a' /data/f; readlink /data/link; \
+                  touch /data/new && echo writable";
+    let mut b = env.bundle("b", &["sh", "-c", script]);
+    let data = b.dir.join("rootfs/data");
+    fs::create_dir_all(&data).unwrap();
+    fs::write(data.join("f"), "from-image\n").unwrap();
+    nix::unistd::chown(&data.join("f"), Some(7.into()), Some(7.into())).unwrap();
+    fs::set_permissions(data.join("f"), fs::Permissions::from_mode(0o4755)).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", data.join("link")).unwrap();
+    b.config["root"]["readonly"] = true.into();
+    b.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!(
+        {"destination": "/data", "type": "tmpfs", "source": "tmpfs",
+         "options": ["nosuid", "nodev", "tmpcopyup", "size=1m"]}));
+    b.save();
+    let out = env.run(&["run", "--bundle", b.path(), &unique_id("copyup")]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(
+        stdout_of(&out),
+        "from-image\n7 4755\n/etc/passwd\nwritable\n"
+    );
+    assert!(!data.join("new").exists(), "the write reached the image");
+
+    b.config["mounts"].as_array_mut().unwrap().insert(
+        0,
+        serde_json::json!({"destination": "/data", "type": "tmpfs", "source": "tmpfs"}),
+    );
+    b.config["mounts"]
+        .as_array_mut()
+        .unwrap()
+        .last_mut()
+        .unwrap()["destination"] = "/data/sub".into();
+    b.save();
+    let id = unique_id("copyup-bad");
+    let out = env.run(&["run", "--bundle", b.path(), &id]);
+    assert_one_line_error(&out, "a tmpcopyup tmpfs under mounts[0] (/data)");
+    assert_clean(&env, &id);
+}
+
 /// A bind's flags as runc 1.2 makes them (its suite's mounts_sshfs): with
 /// only `bind` it keeps its source's; with any flag option it has exactly
 /// the flags its options set, the source's others cleared; in a user

@@ -13,6 +13,7 @@ mod capsets;
 mod cgroup;
 pub mod console;
 mod container;
+mod copyup;
 pub mod delegation;
 mod denials;
 pub mod direct;

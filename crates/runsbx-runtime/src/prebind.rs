@@ -355,13 +355,34 @@ fn normalize(p: &Path) -> PathBuf {
 /// Moves runsbx into a private mount namespace (nothing propagates back to
 /// the host) and makes `binds` under `rootfs`. Mount points that do not
 /// exist are created, owned by the container's root, as libcontainer would.
-pub fn apply(rootfs: &Path, binds: &[PreBind], owner: (u32, u32)) -> Result<()> {
+pub fn apply(
+    rootfs: &Path,
+    binds: &[PreBind],
+    copies: &[crate::copyup::CopyUp],
+    owner: (u32, u32),
+) -> Result<()> {
     unshare(CloneFlags::CLONE_NEWNS)
         .map_err(|e| RuntimeError::sys("unshare mount namespace", e))?;
     mount::<str, str, str, str>(None, "/", None, MsFlags::MS_REC | MsFlags::MS_SLAVE, None)
         .map_err(|e| RuntimeError::sys("make / a slave mount", e))?;
     let root = open_dir(rootfs)?;
-    for b in binds {
+    // In the config's order: a bind under a tmpfs made here goes in it.
+    let mut order: Vec<usize> = binds.iter().map(|b| b.index).collect();
+    order.extend(copies.iter().map(|c| c.index));
+    order.sort_unstable();
+    for index in order {
+        if let Some(c) = copies.iter().find(|c| c.index == index) {
+            crate::copyup::apply(&root, c, owner)?;
+        }
+        if let Some(b) = binds.iter().find(|b| b.index == index) {
+            make_bind(&root, b, owner)?;
+        }
+    }
+    Ok(())
+}
+
+fn make_bind(root: &OwnedFd, b: &PreBind, owner: (u32, u32)) -> Result<()> {
+    {
         let ctx = |what: &str| {
             format!(
                 "mounts[{}] (bind {} on {}): {what}",
@@ -371,7 +392,7 @@ pub fn apply(rootfs: &Path, binds: &[PreBind], owner: (u32, u32)) -> Result<()> 
             )
         };
         let rel = b.destination.strip_prefix("/").unwrap_or(&b.destination);
-        let target = mountpoint(&root, rel, b.is_dir, owner).map_err(|e| match e {
+        let target = mountpoint(root, rel, b.is_dir, owner).map_err(|e| match e {
             // mkdir of a name that is there but did not resolve.
             nix::errno::Errno::EEXIST => errno(
                 ctx("mount point in the rootfs: a symlink on the way leads nowhere inside it"),
@@ -452,7 +473,7 @@ fn open_dir(path: &Path) -> Result<OwnedFd> {
 
 /// `rel` under `root`, resolved as if `root` were `/` (symlinks in the
 /// rootfs stay in it), without magic links, as an O_PATH descriptor.
-fn in_root(root: &OwnedFd, rel: &Path, extra: OFlag) -> nix::Result<OwnedFd> {
+pub(crate) fn in_root(root: &OwnedFd, rel: &Path, extra: OFlag) -> nix::Result<OwnedFd> {
     let rel = match rel.as_os_str().is_empty() {
         true => Path::new("."),
         false => rel,
@@ -465,7 +486,12 @@ fn in_root(root: &OwnedFd, rel: &Path, extra: OFlag) -> nix::Result<OwnedFd> {
 
 /// The mount point `rel` under `root`, created when missing (directories
 /// 0755, a file 0644 for a file bind), owned by `owner`.
-fn mountpoint(root: &OwnedFd, rel: &Path, is_dir: bool, owner: (u32, u32)) -> nix::Result<OwnedFd> {
+pub(crate) fn mountpoint(
+    root: &OwnedFd,
+    rel: &Path,
+    is_dir: bool,
+    owner: (u32, u32),
+) -> nix::Result<OwnedFd> {
     let mut at = PathBuf::new();
     let count = rel.components().count();
     for (i, c) in rel.components().enumerate() {
@@ -517,13 +543,14 @@ fn mountpoint(root: &OwnedFd, rel: &Path, is_dir: bool, owner: (u32, u32)) -> ni
     in_root(root, Path::new(""), OFlag::empty())
 }
 
-/// The config libcontainer is shown: `raw` without the mounts runsbx made.
-pub fn without(raw: &serde_json::Value, binds: &[PreBind]) -> serde_json::Value {
+/// The config libcontainer is shown: `raw` without the mounts runsbx made
+/// (`made`: their indexes).
+pub fn without(raw: &serde_json::Value, made: &[usize]) -> serde_json::Value {
     let mut raw = raw.clone();
     if let Some(mounts) = raw["mounts"].as_array_mut() {
         let mut i = 0;
         mounts.retain(|_| {
-            let keep = !binds.iter().any(|b| b.index == i);
+            let keep = !made.contains(&i);
             i += 1;
             keep
         });

@@ -67,6 +67,31 @@ const ATIME: [&str; 8] = [
     "nodiratime",
 ];
 
+/// Whether `option` is one of mount(8)'s, not the filesystem's data: a
+/// flag, an atime option, a propagation.
+pub(crate) fn is_mount_option(option: &str) -> bool {
+    const OTHERS: [&str; 13] = [
+        "defaults",
+        "async",
+        "sync",
+        "bind",
+        "rbind",
+        "private",
+        "rprivate",
+        "shared",
+        "rshared",
+        "slave",
+        "rslave",
+        "unbindable",
+        "runbindable",
+    ];
+    ATIME.contains(&option)
+        || OTHERS.contains(&option)
+        || FLAG_PAIRS
+            .iter()
+            .any(|(on, off, _)| option == *on || option == *off)
+}
+
 /// For each of `FLAG_PAIRS`: `Some(true)` set, `Some(false)` cleared, by
 /// the last option of its pair; `None` not named.
 fn asked<'a>(

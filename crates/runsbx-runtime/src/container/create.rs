@@ -257,15 +257,29 @@ impl Runtime {
                     b.destination.display()
                 )));
             }
+            if let Some(c) = crate::copyup::plan(&bundle.spec).first() {
+                return Err(RuntimeError::Spec(format!(
+                    "mounts[{}] ({}): option tmpcopyup needs runsbx run by root; with podman \
+                     --read-only, add --read-only-tmpfs=false",
+                    c.index,
+                    c.destination.display()
+                )));
+            }
             let kept = (&mut plan.kept, &mut plan.caps_kept);
             let raw = shown_config(file, id, &[], false, kept, hooks)
                 .unwrap_or_else(|| bundle.raw.clone());
             return write(&crate::rootless::rootless_config(&raw, id)?);
         }
         let binds = crate::prebind::plan(&bundle.spec, &bundle.dir);
+        let copies = crate::copyup::plan(&bundle.spec);
         // The owner of the mount points runsbx creates.
-        let owner = (!binds.is_empty())
+        let owner = (!binds.is_empty() || !copies.is_empty())
             .then(|| crate::prebind::container_root(&bundle.spec).unwrap_or((0, 0)));
+        let made: Vec<usize> = binds
+            .iter()
+            .map(|b| b.index)
+            .chain(crate::copyup::indexes(&copies))
+            .collect();
         let named = !plan.cgroup_free
             && !self.systemd_cgroup
             && crate::cgroup::spec_cgroup_path(&bundle.spec).is_none();
@@ -275,11 +289,11 @@ impl Runtime {
             crate::cgroup::check_not_frozen(id, &path)?;
         }
         let kept = (&mut plan.kept, &mut plan.caps_kept);
-        let Some(raw) = shown_config(file, id, &binds, named, kept, hooks) else {
+        let Some(raw) = shown_config(file, id, &made, named, kept, hooks) else {
             return Ok(None);
         };
         if let Some(owner) = owner {
-            crate::prebind::apply(&bundle.rootfs(), &binds, owner)?;
+            crate::prebind::apply(&bundle.rootfs(), &binds, &copies, owner)?;
             for b in &binds {
                 let why = match b.idmap {
                     Some(_) => "idmapped".to_string(),
@@ -526,7 +540,7 @@ impl Runtime {
 fn shown_config(
     (raw, adjusted): (&serde_json::Value, bool),
     id: &str,
-    binds: &[crate::prebind::PreBind],
+    made: &[usize],
     named: bool,
     (kept, caps_kept): (&mut Option<crate::nnp::Kept>, &mut crate::capsets::Applied),
     (bundle, hook_report): (&Path, &Path),
@@ -536,7 +550,7 @@ fn shown_config(
     let caps = crate::capsets::Plan::of(&cleaned.as_ref().unwrap_or(raw)["process"]);
     caps.warn();
     if !adjusted
-        && binds.is_empty()
+        && made.is_empty()
         && !named
         && !hooks
         && kept.is_none()
@@ -545,7 +559,7 @@ fn shown_config(
     {
         return None;
     }
-    let mut raw = crate::prebind::without(cleaned.as_ref().unwrap_or(raw), binds);
+    let mut raw = crate::prebind::without(cleaned.as_ref().unwrap_or(raw), made);
     if named {
         raw = with_default_cgroup(raw, id);
     }

@@ -167,17 +167,6 @@ impl Bundle {
             }
         }
         for (i, m) in self.spec.mounts().iter().flatten().enumerate() {
-            // runc's `tmpcopyup` (copy the image's files into a fresh tmpfs),
-            // which podman adds to its tmpfs mounts under --read-only:
-            // libcontainer passes it to mount(2) as tmpfs data, which fails
-            // with EINVAL inside init ("failed to prepare rootfs").
-            if m.options().iter().flatten().any(|o| o == "tmpcopyup") {
-                return Err(RuntimeError::Spec(format!(
-                    "mounts[{i}] {}: option tmpcopyup (runc's copy of the image's files into \
-                     the tmpfs) is not supported; with podman --read-only, add --read-only-tmpfs=false",
-                    m.destination().display()
-                )));
-            }
             // A missing bind source: libcontainer would only say "failed to
             // prepare rootfs", from init. (A relative source is resolved by
             // libcontainer against runsbx's cwd, not the bundle: left to it.)
@@ -193,6 +182,7 @@ impl Bundle {
             }
         }
         crate::prebind::check_idmaps(&self.spec, &self.dir)?;
+        crate::copyup::check(&self.spec)?;
         proc_mounts::check(&self.spec, &rootfs)?;
         device_paths::check(&self.spec)?;
         Ok(())

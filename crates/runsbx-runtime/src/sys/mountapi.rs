@@ -207,6 +207,78 @@ pub fn idmapped_bind_at(
     attach(&tree, target).map_err(|e| ("attach the bind", e))
 }
 
+/// A new tmpfs, detached: `data` its `key[=value]` options (`size=64m`,
+/// `mode=755`, ...), `attr` its MOUNT_ATTR_* flags. The descriptor is the
+/// root of the mount: fill it with `*at` calls, then `attach_tree`.
+pub fn new_tmpfs(data: &[(String, Option<String>)], attr: u64) -> io::Result<OwnedFd> {
+    const FSOPEN_CLOEXEC: libc::c_uint = 1;
+    const FSCONFIG_SET_FLAG: libc::c_uint = 0;
+    const FSCONFIG_SET_STRING: libc::c_uint = 1;
+    const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
+    const FSMOUNT_CLOEXEC: libc::c_uint = 1;
+    let check = |rc: libc::c_long| match rc < 0 {
+        true => Err(io::Error::last_os_error()),
+        false => Ok(()),
+    };
+    // SAFETY: a NUL-terminated name; the kernel returns a descriptor or -1.
+    let fs = unsafe { libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC) };
+    check(fs)?;
+    // SAFETY: a descriptor fsopen has just returned, owned by no one else.
+    let fs = unsafe { OwnedFd::from_raw_fd(fs as libc::c_int) };
+    for (key, value) in data {
+        let key =
+            CString::new(key.as_str()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        let value = value
+            .as_deref()
+            .map(CString::new)
+            .transpose()
+            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        let (cmd, v) = match &value {
+            Some(v) => (FSCONFIG_SET_STRING, v.as_ptr()),
+            None => (FSCONFIG_SET_FLAG, std::ptr::null()),
+        };
+        // SAFETY: NUL-terminated strings (or null for a flag) that outlive
+        // the call; the kernel only reads them.
+        check(unsafe {
+            libc::syscall(libc::SYS_fsconfig, fs.as_raw_fd(), cmd, key.as_ptr(), v, 0)
+        })?;
+    }
+    // SAFETY: no pointers; the kernel creates the superblock.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_fsconfig,
+            fs.as_raw_fd(),
+            FSCONFIG_CMD_CREATE,
+            std::ptr::null::<libc::c_char>(),
+            std::ptr::null::<libc::c_char>(),
+            0,
+        )
+    })?;
+    // SAFETY: the configured context; the kernel returns a descriptor or -1.
+    let mnt = unsafe {
+        libc::syscall(
+            libc::SYS_fsmount,
+            fs.as_raw_fd(),
+            FSMOUNT_CLOEXEC,
+            attr as libc::c_uint,
+        )
+    };
+    check(mnt)?;
+    // SAFETY: a descriptor fsmount has just returned, owned by no one else.
+    Ok(unsafe { OwnedFd::from_raw_fd(mnt as libc::c_int) })
+}
+
+/// Sets `attr` (MOUNT_ATTR_* bits) on the top mount of a detached tree.
+pub fn set_tree_attr(tree: &OwnedFd, attr: u64) -> io::Result<()> {
+    set_attr(tree, attr)
+}
+
+/// Attaches a detached mount (`new_tmpfs`, a clone) on the mount point
+/// `target` (a descriptor, O_PATH is enough).
+pub fn attach_tree(tree: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
+    attach(tree, target)
+}
+
 fn unsafe_zeroed() -> libc::mount_attr {
     // SAFETY: mount_attr is four u64 fields, for which all-zero is valid.
     unsafe { std::mem::zeroed() }
