@@ -832,7 +832,7 @@ fn the_pty_has_the_console_size_of_the_spec() {
 
     let process = env.tmp.path().join("process.json");
     let spec = serde_json::json!({
-        "terminal": true, "consoleSize": {"height": 12, "width": 77},
+        "consoleSize": {"height": 12, "width": 77},
         "args": ["sh", "-c", "stty size > /exec-size"], "cwd": "/",
         "user": {"uid": 0, "gid": 0}, "env": ["PATH=/bin"],
     });
@@ -842,7 +842,13 @@ fn the_pty_has_the_console_size_of_the_spec() {
     let p = process.to_str().unwrap();
     env.ok(&["exec", "-t", "-d", "--console-socket", socket, "-p", p, &id]);
     let _exec_master = receiver.join().unwrap();
+    // `-t` gave the file, which says nothing of it, a terminal (as runc).
     assert_eq!(wait_for("exec-size"), "12 77\n");
+    let mut spec = spec;
+    spec["terminal"] = false.into();
+    fs::write(&process, spec.to_string()).unwrap();
+    let out = env.run(&["exec", "-t", "-d", "--console-socket", socket, "-p", p, &id]);
+    assert_one_line_error(&out, "--tty: the process file's \"terminal\" is false");
     env.ok(&["delete", "--force", &id]);
 }
 
@@ -1200,7 +1206,7 @@ fn exec_into_a_sub_cgroup() {
     );
     assert_one_line_error(
         &env.run(&["exec", "--cgroup", "sub", &id, "true"]),
-        "no such cgroup",
+        "/sub/cgroup.procs: no such file or directory",
     );
     let dirs = cgroups_named(&id);
     assert!(!dirs.is_empty(), "no cgroup for {id}");

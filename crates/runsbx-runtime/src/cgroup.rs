@@ -451,11 +451,19 @@ pub(crate) fn remove_if_empty(c: &Container) -> bool {
     })
 }
 
-/// Whether `sub` exists under the container's cgroup at `base` in every
-/// hierarchy that holds that cgroup; false when none holds it.
-pub(crate) fn sub_cgroup_exists(base: &Path, sub: &str) -> bool {
-    let dirs = dirs_in_every_hierarchy(base);
-    !dirs.is_empty() && dirs.iter().all(|d| d.join(sub).is_dir())
+/// Where `sub` is missing under the container's cgroup at `base`, in a
+/// hierarchy that holds that cgroup (but those of `hybrid_roots`, where the
+/// process stays in the container's own); `None` when it is everywhere.
+pub(crate) fn missing_sub_cgroup(base: &Path, sub: &str) -> Option<PathBuf> {
+    let hybrid = hybrid_roots();
+    let dirs: Vec<PathBuf> = dirs_in_every_hierarchy(base)
+        .into_iter()
+        .filter(|d| !hybrid.iter().any(|root| d.starts_with(root)))
+        .collect();
+    if dirs.is_empty() {
+        return Some(base.join(sub));
+    }
+    dirs.into_iter().map(|d| d.join(sub)).find(|d| !d.is_dir())
 }
 
 /// A cgroup v2 host (one cgroup for every controller).

@@ -59,11 +59,17 @@ impl Runtime {
                 exec_process(&raw["process"], &opts)
             }
         };
+        // As runc: `-t` gives a file without "terminal" one; a file that
+        // says false contradicts it.
+        let mut given = given;
+        if opts.tty && given.get("terminal").is_none_or(|t| t.is_null()) {
+            given["terminal"] = true.into();
+        }
         let terminal = given["terminal"] == true;
         if let (true, false, Some(path)) = (opts.tty, terminal, &opts.process) {
             return Err(RuntimeError::Bundle {
                 path: path.clone(),
-                reason: "--tty: the process file's \"terminal\" is not true".into(),
+                reason: "--tty: the process file's \"terminal\" is false".into(),
             });
         }
         crate::console::check(terminal, opts.detach, opts.console_socket.is_some())?;
@@ -371,10 +377,10 @@ fn check_sub_cgroup(
             recorded.display()
         )));
     }
-    if !crate::cgroup::sub_cgroup_exists(&recorded, sub) {
+    if let Some(missing) = crate::cgroup::missing_sub_cgroup(&recorded, sub) {
         return Err(bad(format!(
-            "no such cgroup under the container's ({})",
-            recorded.display()
+            "adding pid to {}: no such file or directory (no such cgroup under the container's)",
+            missing.join("cgroup.procs").display()
         )));
     }
     Ok(())
