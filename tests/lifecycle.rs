@@ -502,7 +502,9 @@ fn kill_all_of_a_stopped_container_without_its_cgroup() {
 
 /// Without a pid namespace of its own, init's death ends none of the
 /// container's other processes: `kill ID KILL` signals all of its cgroup
-/// (runc 1.2), so nothing of the container runs on after an engine's stop.
+/// (runc 1.2), so nothing of the container runs on after an engine's stop;
+/// also once init is gone and the container says `stopped` (runc's `kill
+/// KILL [host pidns + init gone]`).
 #[test]
 fn kill_kill_without_a_pid_namespace_stops_every_process() {
     let env = Env::new();
@@ -515,29 +517,39 @@ fn kill_kill_without_a_pid_namespace_stops_every_process() {
         .unwrap()
         .retain(|n| n["type"] != "pid");
     b.save();
-    let id = unique_id("kpid");
-    env.ok(&["run", "-d", "--bundle", b.path(), &id]);
-    let child = b.dir.join("rootfs/child");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let pid: i32 = loop {
-        match fs::read_to_string(&child)
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-        {
-            Some(p) => break p,
-            None => assert!(Instant::now() < deadline, "the workload never wrote /child"),
+    for init_gone in [false, true] {
+        let id = unique_id("kpid");
+        let child = b.dir.join("rootfs/child");
+        let _ = fs::remove_file(&child);
+        env.ok(&["run", "-d", "--bundle", b.path(), &id]);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let pid: i32 = loop {
+            match fs::read_to_string(&child)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+            {
+                Some(p) => break p,
+                None => assert!(Instant::now() < deadline, "the workload never wrote /child"),
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        if init_gone {
+            let init = env.state(&id)["pid"].as_i64().unwrap() as i32;
+            let init = nix::unistd::Pid::from_raw(init);
+            nix::sys::signal::kill(init, nix::sys::signal::SIGKILL).unwrap();
+            env.wait_status(&id, "stopped");
+            assert!(pid_alive(pid), "init's death ended its child");
         }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    env.ok(&["kill", &id, "KILL"]);
-    env.wait_status(&id, "stopped");
-    let gone = wait_dead(pid, Duration::from_secs(5));
-    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::SIGKILL);
-    env.ok(&["delete", &id]);
-    assert!(
-        gone,
-        "the workload's child (host pid {pid}) outlived kill KILL"
-    );
+        env.ok(&["kill", &id, "KILL"]);
+        env.wait_status(&id, "stopped");
+        let gone = wait_dead(pid, Duration::from_secs(5));
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::SIGKILL);
+        env.ok(&["delete", &id]);
+        assert!(
+            gone,
+            "the workload's child (host pid {pid}) outlived kill KILL (init gone first: {init_gone})"
+        );
+    }
 }
 
 #[test]

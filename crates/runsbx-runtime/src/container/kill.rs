@@ -73,6 +73,18 @@ impl Runtime {
             }
             return signal_cgroup(id, &crate::cgroup::manager(&c)?, signal);
         }
+        let head = read_starttime(&self.dir(id));
+        if status == ContainerStatus::Stopped
+            && signal == Signal::SIGKILL
+            && head.shared_pidns
+            && !head.without_cgroup()
+            && cgroup_exists(&c)
+        {
+            // Init is gone, but without a pid namespace of its own that
+            // ended none of the others: KILL still stops them all (runc 1.2,
+            // `kill KILL [host pidns + init gone]`).
+            return signal_cgroup(id, &crate::cgroup::manager(&c)?, signal);
+        }
         let pid = killable(&c, id)?;
         // Opened first, so the wait below is on this process, not on a
         // newcomer that took its pid.
@@ -81,7 +93,6 @@ impl Runtime {
             _ => None,
         };
         send(pid, signal, || format!("kill {id}"))?;
-        let head = read_starttime(&self.dir(id));
         if signal == Signal::SIGKILL && head.shared_pidns && !head.without_cgroup() {
             // Without a pid namespace of its own, init's death ends none of
             // the container's other processes: a KILL meant to stop the
