@@ -552,6 +552,43 @@ fn kill_kill_without_a_pid_namespace_stops_every_process() {
     }
 }
 
+/// A created container's init, PID 1 of its pid namespace and waiting for
+/// `start`, ends on `kill ID TERM` as runc's does (the kernel drops a
+/// signal PID 1 has no handler for); the workload, once started, gets the
+/// default dispositions back (its own trap runs).
+#[test]
+fn a_created_container_ends_on_kill_term() {
+    let env = Env::new();
+    let b = env.bundle(
+        "b",
+        &[
+            "sh",
+            "-c",
+            "trap 'echo trapped; exit 3' TERM; : > /ready; while :; do sleep 0.05; done",
+        ],
+    );
+    let id = unique_id("cterm");
+    env.ok(&["create", "--bundle", b.path(), &id]);
+    env.ok(&["kill", &id, "TERM"]);
+    env.wait_status(&id, "stopped");
+    env.ok(&["delete", &id]);
+    assert_clean(&env, &id);
+    // Started, TERM reaches the workload's own trap.
+    let id = unique_id("cterm-run");
+    let child = env
+        .cmd()
+        .args(["run", "--bundle", b.path(), &id])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    b.wait_ready();
+    env.ok(&["kill", &id, "TERM"]);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    assert_eq!(stdout_of(&out), "trapped\n");
+}
+
 #[test]
 fn kill_signals_and_state() {
     let env = Env::new();

@@ -239,6 +239,13 @@ impl Executor for SandboxExecutor {
         if let Some(fd) = self.parent_pidfd {
             let _ = nix::unistd::close(fd);
         }
+        // A created init ends on `kill ID TERM` (and INT, HUP, ...) as
+        // runc's does; the workload gets the default actions back at exec.
+        if self.report_fd.is_some() {
+            crate::sys::signal::end_on_terminating_signals().map_err(|e| {
+                ExecutorValidationError::ArgValidationError(format!("signal handlers: {e}"))
+            })?;
+        }
         Ok(())
     }
 

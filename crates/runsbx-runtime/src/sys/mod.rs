@@ -10,6 +10,7 @@ pub mod nsprobe;
 pub mod pidfd;
 pub mod sealed_exe;
 pub mod seccomp;
+pub mod signal;
 pub mod spawn;
 pub mod tty;
 pub mod userns;
