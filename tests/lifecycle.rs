@@ -1124,6 +1124,30 @@ fn exec_ignore_paused() {
     env.ok(&["delete", "--force", &id]);
 }
 
+/// Mounts are made in the config's order, and a bind may take its source
+/// from what an earlier one made in the rootfs; a destination given as a
+/// host path into the rootfs is the container's path (both as runc: its
+/// suite's `mount order`).
+#[test]
+fn a_bind_sources_what_an_earlier_mount_made() {
+    let env = Env::new();
+    let src = env.tmp.path().join("src");
+    fs::create_dir_all(src.join("sub")).unwrap();
+    fs::write(src.join("sub/file"), "through-mnt\n").unwrap();
+    let mut b = env.bundle("b", &["cat", "/final/file"]);
+    let rootfs = b.dir.join("rootfs");
+    fs::create_dir_all(rootfs.join("mnt")).unwrap();
+    let mounts = b.config["mounts"].as_array_mut().unwrap();
+    mounts.push(serde_json::json!({"destination": "/mnt", "source": src, "options": ["rbind"]}));
+    mounts.push(serde_json::json!({"destination": rootfs.join("final"),
+        "source": rootfs.join("mnt/sub"), "options": ["rbind"]}));
+    b.save();
+    let out = env.run(&["run", "--bundle", b.path(), &unique_id("order")]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(stdout_of(&out), "through-mnt\n");
+    assert!(!rootfs.join("mnt/sub").exists() && rootfs.join("final").is_dir());
+}
+
 /// runc's `tmpcopyup` (podman's `--read-only` and `--tmpfs`): the tmpfs
 /// starts with the image's files at its destination, owners, modes and
 /// symlinks (as links) kept, writable where the image is not; one under an

@@ -546,7 +546,7 @@ fn shown_config(
     (bundle, hook_report): (&Path, &Path),
 ) -> Option<serde_json::Value> {
     let hooks = crate::hooks::has_runtime_hooks(raw);
-    let cleaned = crate::spec::facts::as_runc_reads(raw);
+    let cleaned = crate::spec::facts::as_runc_reads(raw, bundle);
     let caps = crate::capsets::Plan::of(&cleaned.as_ref().unwrap_or(raw)["process"]);
     caps.warn();
     if !adjusted

@@ -54,7 +54,7 @@ impl Runtime {
         let given = match &opts.process {
             Some(path) => read_process(path)?,
             None => {
-                let read = crate::spec::facts::as_runc_reads(&bundle.raw);
+                let read = crate::spec::facts::as_runc_reads(&bundle.raw, &bundle.dir);
                 let raw = read.as_ref().unwrap_or(&bundle.raw);
                 exec_process(&raw["process"], &opts)
             }
@@ -96,8 +96,8 @@ impl Runtime {
         };
         // What runc reads differently from libcontainer, as create showed it.
         let shown = match pinned {
-            Some(raw) => Some(crate::spec::facts::as_runc_reads(&raw).unwrap_or(raw)),
-            None => crate::spec::facts::as_runc_reads(&bundle.raw),
+            Some(raw) => Some(crate::spec::facts::as_runc_reads(&raw, &bundle.dir).unwrap_or(raw)),
+            None => crate::spec::facts::as_runc_reads(&bundle.raw, &bundle.dir),
         };
         let _view = match (rootless, shown) {
             (true, shown) => Some(crate::rootless::ConfigView::bind(

@@ -107,10 +107,12 @@ mod tests;
 ///   listed is not given;
 /// - a mount destination that is not absolute taken from the container's
 ///   `/` (runc 1.2 does so with a warning; the spec says it must be
-///   absolute). Every check of runsbx then sees the path the mount lands on.
-pub fn as_runc_reads(raw: &serde_json::Value) -> Option<serde_json::Value> {
+///   absolute), and one under the bundle's rootfs as a host path taken as
+///   the container's path (runc does so too). Every check of runsbx then
+///   sees the path the mount lands on.
+pub fn as_runc_reads(raw: &serde_json::Value, bundle: &Path) -> Option<serde_json::Value> {
     let caps = without_unknown_capabilities(raw);
-    runc_reads_rest(caps.as_ref().unwrap_or(raw)).or(caps)
+    runc_reads_rest(caps.as_ref().unwrap_or(raw), bundle).or(caps)
 }
 
 const CAP_SETS: [&str; 5] = [
@@ -155,16 +157,26 @@ fn without_unknown_capabilities(raw: &serde_json::Value) -> Option<serde_json::V
     Some(raw)
 }
 
-fn runc_reads_rest(raw: &serde_json::Value) -> Option<serde_json::Value> {
+fn runc_reads_rest(raw: &serde_json::Value, bundle: &Path) -> Option<serde_json::Value> {
     let empty_path = |n: &serde_json::Value| n.get("path").and_then(|p| p.as_str()) == Some("");
     let access = |d: &serde_json::Value| {
         let a = d.get("access")?.as_str()?;
         let kept: String = a.chars().filter(|c| matches!(c, 'r' | 'w' | 'm')).collect();
         (kept != a).then_some(kept)
     };
+    let rootfs = raw
+        .pointer("/root/path")
+        .and_then(|p| p.as_str())
+        .map(|p| bundle.join(p).display().to_string());
     let relative = |m: &serde_json::Value| {
         let d = m.get("destination")?.as_str()?;
-        (!d.starts_with('/')).then(|| format!("/{d}"))
+        let inside = rootfs.as_deref().and_then(|r| d.strip_prefix(r));
+        match inside {
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+                Some(format!("/{}", rest.trim_start_matches('/')))
+            }
+            _ => (!d.starts_with('/')).then(|| format!("/{d}")),
+        }
     };
     let namespaces = raw.pointer("/linux/namespaces").and_then(|l| l.as_array());
     let devices = raw

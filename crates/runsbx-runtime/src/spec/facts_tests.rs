@@ -49,22 +49,35 @@ fn an_empty_path_is_a_new_namespace() {
     assert!(is_new_namespace(&s, Ns::Pid));
     let raw = json!({"linux": {"namespaces": [{"type": "pid", "path": ""}, {"type": "net", "path": "/x"}]}});
     assert_eq!(
-        as_runc_reads(&raw).unwrap(),
+        as_runc_reads(&raw, Path::new("/b")).unwrap(),
         json!({"linux": {"namespaces": [{"type": "pid"}, {"type": "net", "path": "/x"}]}})
     );
-    assert!(as_runc_reads(&json!({"linux": {"namespaces": [{"type": "pid"}]}})).is_none());
+    assert!(as_runc_reads(
+        &json!({"linux": {"namespaces": [{"type": "pid"}]}}),
+        Path::new("/b")
+    )
+    .is_none());
 }
 
 /// As runc 1.2 (with a warning): a relative destination is under `/`, for
 /// libcontainer and for every check runsbx makes.
 #[test]
 fn a_relative_mount_destination_is_taken_from_the_root() {
+    let b = Path::new("/b");
     let raw = json!({"mounts": [{"destination": "tmp/m"}, {"destination": "/abs"}]});
     assert_eq!(
-        as_runc_reads(&raw).unwrap(),
+        as_runc_reads(&raw, b).unwrap(),
         json!({"mounts": [{"destination": "/tmp/m"}, {"destination": "/abs"}]})
     );
-    assert!(as_runc_reads(&json!({"mounts": [{"destination": "/abs"}]})).is_none());
+    assert!(as_runc_reads(&json!({"mounts": [{"destination": "/abs"}]}), b).is_none());
+    // A host path into the rootfs is the container's path (runc).
+    let raw = json!({"root": {"path": "rootfs"}, "mounts": [
+        {"destination": "/b/rootfs/final"}, {"destination": "/b/rootfs"},
+        {"destination": "/b/rootfsx/y"}]});
+    assert_eq!(
+        as_runc_reads(&raw, b).unwrap()["mounts"],
+        json!([{"destination": "/final"}, {"destination": "/"}, {"destination": "/b/rootfsx/y"}])
+    );
 }
 
 /// explain.rs took the first entry, commands/mod.rs the last; libcontainer
@@ -199,10 +212,10 @@ fn device_access_keeps_only_r_w_m() {
         {"allow": false, "access": "rwm"},
         {"allow": false, "type": "c", "major": 1, "minor": 11, "access": "rwa"}
     ]}}});
-    let seen = as_runc_reads(&raw).unwrap();
+    let seen = as_runc_reads(&raw, Path::new("/b")).unwrap();
     assert_eq!(seen["linux"]["resources"]["devices"][0]["access"], "rwm");
     assert_eq!(seen["linux"]["resources"]["devices"][1]["access"], "rw");
-    assert!(as_runc_reads(&seen).is_none());
+    assert!(as_runc_reads(&seen, Path::new("/b")).is_none());
 }
 
 /// runc 1.2 ignores capability names it does not know (with a warning);
@@ -213,13 +226,13 @@ fn unknown_capabilities_are_left_out() {
         "bounding": ["CAP_KILL", "CAP_BOGUS"], "effective": ["CAP_BOGUS"], "permitted": ["CAP_KILL"]
     }}});
     assert_eq!(unknown_capabilities(&raw), ["CAP_BOGUS", "CAP_BOGUS"]);
-    let seen = as_runc_reads(&raw).unwrap();
+    let seen = as_runc_reads(&raw, Path::new("/b")).unwrap();
     assert_eq!(
         seen["process"]["capabilities"]["bounding"],
         json!(["CAP_KILL"])
     );
     assert_eq!(seen["process"]["capabilities"]["effective"], json!([]));
-    assert!(as_runc_reads(&seen).is_none());
+    assert!(as_runc_reads(&seen, Path::new("/b")).is_none());
 }
 
 /// runc's device rules: deny all, the spec's, then the defaults.

@@ -71,7 +71,7 @@ impl Bundle {
         let raw: serde_json::Value =
             serde_json::from_slice(&text).map_err(|e| RuntimeError::Spec(e.to_string()))?;
         // As runc reads it (facts::as_runc_reads); `raw` stays the file.
-        let read = facts::as_runc_reads(&raw);
+        let read = facts::as_runc_reads(&raw, &dir);
         let relative = raw["mounts"].as_array().into_iter().flatten().enumerate();
         for (i, d) in relative.filter_map(|(i, m)| Some((i, m["destination"].as_str()?))) {
             if !d.starts_with('/') {
@@ -170,8 +170,13 @@ impl Bundle {
             // A missing bind source: libcontainer would only say "failed to
             // prepare rootfs", from init. (A relative source is resolved by
             // libcontainer against runsbx's cwd, not the bundle: left to it.)
+            // One under the rootfs may be made by a mount listed before it
+            // (runc's suite: `mount order`): libcontainer resolves it then.
             let bind = facts::is_bind(m);
-            let source = m.source().as_deref().filter(|s| s.is_absolute());
+            let source = m
+                .source()
+                .as_deref()
+                .filter(|s| s.is_absolute() && !s.starts_with(&rootfs));
             if let (true, Some(source)) = (bind, source) {
                 if let Err(e) = fs::symlink_metadata(source) {
                     return Err(RuntimeError::Spec(format!(
