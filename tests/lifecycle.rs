@@ -589,6 +589,39 @@ fn a_created_container_ends_on_kill_term() {
     assert_eq!(stdout_of(&out), "trapped\n");
 }
 
+/// `exec` into a created container, as runc allows: the process runs in
+/// the namespaces init has made, the container stays `created` (its state
+/// untouched) and starts afterwards; the state dir holds nothing more.
+#[test]
+fn exec_into_a_created_container() {
+    let env = Env::new();
+    let b = env.bundle("b", &["sh", "-c", "echo started > /started; sleep 1000"]);
+    let id = unique_id("cexec");
+    env.ok(&["create", "--bundle", b.path(), &id]);
+    let before: Vec<String> = fs::read_dir(env.root.join(&id))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let out = env.ok(&["exec", &id, "sh", "-c", "hostname; echo $$"]);
+    let lines: Vec<&str> = out.lines().collect();
+    // The container's hostname; a pid of its namespace that is not init's.
+    assert_eq!(lines[0], "test", "{out}");
+    assert!(lines[1].parse::<u32>().is_ok_and(|p| p > 1), "{out}");
+    assert_eq!(env.state(&id)["status"], "created");
+    let mut after: Vec<String> = fs::read_dir(env.root.join(&id))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut before = before;
+    before.sort();
+    after.sort();
+    assert_eq!(before, after);
+    assert!(!b.dir.join("rootfs/started").exists());
+    env.ok(&["start", &id]);
+    env.wait_status(&id, "running");
+    env.ok(&["delete", "--force", &id]);
+}
+
 #[test]
 fn kill_signals_and_state() {
     let env = Env::new();

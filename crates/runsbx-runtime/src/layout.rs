@@ -7,7 +7,9 @@
 //! - `.ID.PID.config.json`: the config an exec shows libcontainer
 //!   (rootless/view.rs), PID the exec's runsbx;
 //! - `.ID.PID.bundle/`: the config copy a create shows libcontainer
-//!   (rootless/view.rs), PID the create's runsbx.
+//!   (rootless/view.rs), PID the create's runsbx;
+//! - `ID/exec-PID/`: the state root an exec into a created container shows
+//!   libcontainer (container/exec.rs), PID the exec's runsbx.
 //!
 //! Ids may hold dots and digits (`a`, `a.1`, `a.1.2` are all valid), so a
 //! name is only ever parsed against a given id, and the forms are such that
@@ -43,6 +45,10 @@ pub fn config_view(root: &Path, id: &str, pid: u32) -> PathBuf {
 
 pub fn config_copy(root: &Path, id: &str, pid: u32) -> PathBuf {
     root.join(format!(".{id}.{pid}.bundle"))
+}
+
+pub fn exec_root(root: &Path, id: &str, pid: u32) -> PathBuf {
+    state_dir(root, id).join(format!("exec-{pid}"))
 }
 
 /// What `name` (a file name in the state root) is to container `id`, if

@@ -454,7 +454,7 @@ impl Runtime {
         // console::check already); runsbx's own socket counts as detached.
         let detach = opts.detach || console.is_some();
         let mut builder = self.builder(
-            &opts.id,
+            (&self.root, &opts.id),
             executor,
             opts.console_socket.as_ref().or(console.as_ref()),
             opts.preserve_fds,

@@ -29,10 +29,17 @@ impl Runtime {
                 "running: cannot exec in a paused container (without --ignore-paused)",
                 |_| false,
             )?,
-            false => require(&c, "exec", "running (paused: --ignore-paused)", |s| {
-                s == ContainerStatus::Running
-            })?,
+            false => require(
+                &c,
+                "exec",
+                "created or running (paused: --ignore-paused)",
+                |s| matches!(s, ContainerStatus::Created | ContainerStatus::Running),
+            )?,
         }
+        let shadow = match c.status() {
+            ContainerStatus::Created => Some(ExecRoot::make(&self.root, &opts.id)?),
+            _ => None,
+        };
         // Stops: a process exec'd into the container without the seccomp
         // filter and Landlock layers its init has, because runsbx.json went
         // missing or was damaged. Fail closed.
@@ -147,8 +154,11 @@ impl Runtime {
             ..SandboxExecutor::new(seccomp, sidecar.policy.landlock.clone())
         };
         let context = format!("container {:?}", opts.id);
+        let root = shadow
+            .as_ref()
+            .map_or(self.root.as_path(), |s| s.root.as_path());
         let builder = self.builder(
-            &opts.id,
+            (root, &opts.id),
             executor,
             opts.console_socket.as_ref().or(console_path.as_ref()),
             opts.preserve_fds,
@@ -323,6 +333,50 @@ impl ProcessView {
 impl Drop for ProcessView {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// An exec into a created container, as runc allows: the process joins the
+/// namespaces init has made while init waits for `start`. libcontainer's
+/// tenant builder refuses a container whose state is not `running`, so it
+/// is shown a state root of its own (`layout::exec_root`) holding a copy of
+/// the container's state that says `running`; the container's own state is
+/// left as it is (a concurrent `start` or `state` sees it unchanged), and
+/// the copy goes when the exec has its process.
+struct ExecRoot {
+    root: std::path::PathBuf,
+}
+
+impl ExecRoot {
+    fn make(root: &std::path::Path, id: &str) -> Result<Self> {
+        let dir = crate::layout::state_dir(root, id);
+        let shadow = Self {
+            root: crate::layout::exec_root(root, id, std::process::id()),
+        };
+        let copy = shadow.root.join(id);
+        let io =
+            |what: &str, e| RuntimeError::io(format!("exec into a created container: {what}"), e);
+        std::fs::create_dir_all(&copy).map_err(|e| io("make its state root", e))?;
+        let text = std::fs::read(dir.join("state.json")).map_err(|e| io("read state.json", e))?;
+        let mut state: serde_json::Value = serde_json::from_slice(&text)
+            .map_err(|e| RuntimeError::Spec(format!("state.json: {e}")))?;
+        state["status"] = "running".into();
+        std::fs::write(copy.join("state.json"), state.to_string())
+            .map_err(|e| io("write state.json", e))?;
+        for name in ["youki_config.json"] {
+            if let Err(e) = std::fs::copy(dir.join(name), copy.join(name)) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    return Err(io(name, e));
+                }
+            }
+        }
+        Ok(shadow)
+    }
+}
+
+impl Drop for ExecRoot {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 

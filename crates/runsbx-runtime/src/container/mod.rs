@@ -79,7 +79,7 @@ impl Runtime {
     /// `context` prefixes its errors.
     fn builder(
         &self,
-        id: &str,
+        (root, id): (&Path, &str),
         executor: SandboxExecutor,
         console_socket: Option<&PathBuf>,
         preserve_fds: i32,
@@ -89,7 +89,7 @@ impl Runtime {
         let lc = |e| RuntimeError::lc(context.clone(), e);
         let mut builder = ContainerBuilder::new(id.to_string(), SyscallType::default())
             .with_executor(executor)
-            .with_root_path(&self.root)
+            .with_root_path(root)
             .map_err(lc)?
             .with_console_socket(console_socket)
             .with_preserved_fds(preserve_fds);
