@@ -1158,27 +1158,43 @@ fn exec_ignore_paused() {
 }
 
 /// Mounts are made in the config's order, and a bind may take its source
-/// from what an earlier one made in the rootfs; a destination given as a
-/// host path into the rootfs is the container's path (both as runc: its
-/// suite's `mount order`).
+/// from what an earlier one made in the rootfs, an idmapped one too (runsbx
+/// makes it, and the plain binds before it, before libcontainer: found in
+/// the rootfs when made); a destination given as a host path into the
+/// rootfs is the container's path (all as runc: its suite's `mount order`).
 #[test]
 fn a_bind_sources_what_an_earlier_mount_made() {
     let env = Env::new();
     let src = env.tmp.path().join("src");
     fs::create_dir_all(src.join("sub")).unwrap();
     fs::write(src.join("sub/file"), "through-mnt\n").unwrap();
-    let mut b = env.bundle("b", &["cat", "/final/file"]);
+    let mut b = env.bundle(
+        "b",
+        &["sh", "-c", "cat /final/file; stat -c %u /final/file"],
+    );
     let rootfs = b.dir.join("rootfs");
     fs::create_dir_all(rootfs.join("mnt")).unwrap();
-    let mounts = b.config["mounts"].as_array_mut().unwrap();
-    mounts.push(serde_json::json!({"destination": "/mnt", "source": src, "options": ["rbind"]}));
-    mounts.push(serde_json::json!({"destination": rootfs.join("final"),
-        "source": rootfs.join("mnt/sub"), "options": ["rbind"]}));
-    b.save();
-    let out = env.run(&["run", "--bundle", b.path(), &unique_id("order")]);
-    assert!(out.status.success(), "{}", stderr_of(&out));
-    assert_eq!(stdout_of(&out), "through-mnt\n");
-    assert!(!rootfs.join("mnt/sub").exists() && rootfs.join("final").is_dir());
+    let maps = serde_json::json!([{"containerID": 0, "hostID": 100000, "size": 65536}]);
+    for idmap in [false, true] {
+        let mut second = serde_json::json!({"destination": rootfs.join("final"),
+            "source": rootfs.join("mnt/sub"), "options": ["rbind"]});
+        if idmap {
+            second["uidMappings"] = maps.clone();
+            second["gidMappings"] = maps.clone();
+        }
+        let mounts = b.config["mounts"].as_array_mut().unwrap();
+        mounts
+            .retain(|m| m["destination"] != "/mnt" && m["options"] != serde_json::json!(["rbind"]));
+        mounts
+            .push(serde_json::json!({"destination": "/mnt", "source": src, "options": ["rbind"]}));
+        mounts.push(second);
+        b.save();
+        let out = env.run(&["run", "--bundle", b.path(), &unique_id("order")]);
+        assert!(out.status.success(), "idmap {idmap}: {}", stderr_of(&out));
+        let owner = if idmap { "100000" } else { "0" };
+        assert_eq!(stdout_of(&out), format!("through-mnt\n{owner}\n"));
+        assert!(!rootfs.join("mnt/sub").exists() && rootfs.join("final").is_dir());
+    }
 }
 
 /// runc's `tmpcopyup` (podman's `--read-only` and `--tmpfs`): the tmpfs

@@ -43,8 +43,12 @@
 //! the container joins, and set on the detached clone before anything else
 //! (the kernel maps only a mount never attached). What the bind shows is
 //! what the config's author mapped; the rules (bind only, both mappings or
-//! neither, no mount listed before it above it) are checked before any
-//! state is written (`check_idmaps`).
+//! neither, nothing but a plain bind listed before it above it) are checked
+//! before any state is written (`check_idmaps`). The plain binds listed
+//! before an idmapped one are made here too, in order: it may lie in one or
+//! take its source from one (then resolved in the rootfs, RESOLVE_IN_ROOT,
+//! when it is made: a symlink the image holds cannot aim root's bind at the
+//! host).
 
 use crate::spec::facts::{self, NsFact};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -73,6 +77,10 @@ pub struct PreBind {
     /// MS_NOEXEC (set as MOUNT_ATTR_* before the bind is attached).
     pub flags: MsFlags,
     pub is_dir: bool,
+    /// A source under the rootfs that a bind made before this one puts
+    /// there: its path in the rootfs, resolved in it (RESOLVE_IN_ROOT)
+    /// when the bind is made, never through a symlink out of it.
+    pub in_rootfs: Option<PathBuf>,
     /// An idmapped bind (`uidMappings`/`gidMappings`, `idmap`, `ridmap`).
     pub idmap: Option<IdMap>,
 }
@@ -182,21 +190,32 @@ pub fn check_idmaps(spec: &Spec, bundle_dir: &Path) -> Result<()> {
         {
             continue;
         }
-        let source = m.source().as_deref().unwrap_or(Path::new(""));
-        if let Err(e) = std::fs::canonicalize(bundle_dir.join(source)) {
+        let source = bundle_dir.join(m.source().as_deref().unwrap_or(Path::new("")));
+        // One under the rootfs may be made by a bind listed before it.
+        let in_rootfs = spec
+            .root()
+            .as_ref()
+            .is_some_and(|r| source.starts_with(bundle_dir.join(r.path())));
+        if let (Err(e), false) = (std::fs::canonicalize(&source), in_rootfs) {
             return Err(RuntimeError::Spec(format!(
                 "mounts[{index}].source {}: {e}",
                 source.display()
             )));
         }
+        // Runsbx makes the plain binds before it too (`plan`): under one
+        // of those is fine, under anything else libcontainer's later
+        // mount would hide it.
         let dest = normalize(m.destination());
-        if let Some(j) = mounts[..index]
-            .iter()
-            .position(|e| dest.starts_with(normalize(e.destination())))
-        {
+        let hides = |(j, e): &(usize, &Mount)| {
+            dest.starts_with(normalize(e.destination()))
+                && plain_bind_flags(e).is_none()
+                && !matches!(idmap_of(spec, *j, e), Ok(Some(_)))
+        };
+        if let Some((j, _)) = mounts[..index].iter().enumerate().find(hides) {
             return Err(RuntimeError::Spec(format!(
                 "mounts[{index}] ({}): an idmapped bind under mounts[{j}] ({}) is not supported: \
-                 runsbx makes idmapped binds before the other mounts; list it first",
+                 runsbx makes idmapped binds (and the plain binds before them) before the \
+                 other mounts; list it first",
                 m.destination().display(),
                 mounts[j].destination().display()
             )));
@@ -206,22 +225,30 @@ pub fn check_idmaps(spec: &Spec, bundle_dir: &Path) -> Result<()> {
 }
 
 /// The binds of `spec` runsbx must make itself, in the config's order: the
-/// idmapped ones (libcontainer 0.7 makes none; checked by `check_idmaps`),
-/// and, when the spec has a new user namespace whose root is not host
-/// root, the plain binds that root cannot reach.
+/// idmapped ones (libcontainer 0.7 makes none; checked by `check_idmaps`)
+/// and every plain bind listed before one (an idmapped bind may lie in it
+/// or take its source from it: runsbx makes them all, in order, before
+/// libcontainer makes the rest), and, when the spec has a new user
+/// namespace whose root is not host root, the plain binds that root cannot
+/// reach.
 pub fn plan(spec: &Spec, bundle_dir: &Path) -> Vec<PreBind> {
     let root = container_root(spec);
     let mounts: &[Mount] = spec.mounts().as_deref().unwrap_or(&[]);
+    let last_idmap = (0..mounts.len())
+        .rev()
+        .find(|&i| matches!(idmap_of(spec, i, &mounts[i]), Ok(Some(_))));
+    let rootfs = spec.root().as_ref().map(|r| bundle_dir.join(r.path()));
     let mut out: Vec<PreBind> = Vec::new();
     for (index, m) in mounts.iter().enumerate() {
         let idmap = idmap_of(spec, index, m).ok().flatten();
-        let flags = match (&idmap, root) {
+        let before_idmap = last_idmap.is_some_and(|last| index < last);
+        let flags = match (&idmap, root.is_some() || before_idmap) {
             (Some(_), _) => bind_flags(m),
-            (None, Some(_)) => match plain_bind_flags(m) {
+            (None, true) => match plain_bind_flags(m) {
                 Some(flags) => flags,
                 None => continue,
             },
-            (None, None) => continue,
+            (None, false) => continue,
         };
         let Some(source) = m.source().as_ref() else {
             continue;
@@ -230,12 +257,24 @@ pub fn plan(spec: &Spec, bundle_dir: &Path) -> Vec<PreBind> {
             true => source.clone(),
             false => bundle_dir.join(source),
         };
-        // Missing or unresolvable even for root: libcontainer reports it.
-        let Ok(real) = std::fs::canonicalize(&source) else {
-            continue;
+        let (real, is_dir) = match std::fs::canonicalize(&source) {
+            Ok(real) => {
+                let is_dir = real.is_dir();
+                (Some(real), is_dir)
+            }
+            // Under the rootfs, where a bind made before it will put it:
+            // resolved in the rootfs when it is made (`make_bind`).
+            Err(_)
+                if (idmap.is_some() || before_idmap)
+                    && rootfs.as_ref().is_some_and(|r| source.starts_with(r)) =>
+            {
+                (None, true)
+            }
+            // Missing or unresolvable even for root: libcontainer reports it.
+            Err(_) => continue,
         };
-        if let (None, Some((uid, gid))) = (&idmap, root) {
-            if reachable(&source, uid, gid) && reachable(&real, uid, gid) {
+        if let (None, Some((uid, gid)), false, Some(real)) = (&idmap, root, before_idmap, &real) {
+            if reachable(&source, uid, gid) && reachable(real, uid, gid) {
                 continue;
             }
         }
@@ -256,9 +295,14 @@ pub fn plan(spec: &Spec, bundle_dir: &Path) -> Vec<PreBind> {
             .is_some_and(|o| o.iter().any(|x| x == "rbind"));
         out.push(PreBind {
             index,
+            real: real.unwrap_or_else(|| source.clone()),
+            in_rootfs: source
+                .strip_prefix(rootfs.as_deref().unwrap_or(Path::new("/nonexistent")))
+                .ok()
+                .filter(|_| !source.exists())
+                .map(Path::to_path_buf),
             source,
-            is_dir: real.is_dir(),
-            real,
+            is_dir,
             destination: dest,
             recursive,
             flags,
@@ -391,8 +435,30 @@ fn make_bind(root: &OwnedFd, b: &PreBind, owner: (u32, u32)) -> Result<()> {
                 b.destination.display()
             )
         };
+        // A source a bind made before this one put in the rootfs: found
+        // in the rootfs, as if it were `/` (the descriptor's magic link is
+        // the path open_tree is given).
+        let held = match &b.in_rootfs {
+            Some(rel) => Some(
+                in_root(root, rel, OFlag::empty())
+                    .map_err(|e| errno(ctx("source in the rootfs"), e))?,
+            ),
+            None => None,
+        };
+        let (real, is_dir) = match &held {
+            Some(fd) => {
+                let st = nix::sys::stat::fstat(fd.as_raw_fd())
+                    .map_err(|e| errno(ctx("source in the rootfs"), e))?;
+                let is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
+                (
+                    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd())),
+                    is_dir,
+                )
+            }
+            None => (b.real.clone(), b.is_dir),
+        };
         let rel = b.destination.strip_prefix("/").unwrap_or(&b.destination);
-        let target = mountpoint(root, rel, b.is_dir, owner).map_err(|e| match e {
+        let target = mountpoint(root, rel, is_dir, owner).map_err(|e| match e {
             // mkdir of a name that is there but did not resolve.
             nix::errno::Errno::EEXIST => errno(
                 ctx("mount point in the rootfs: a symlink on the way leads nowhere inside it"),
@@ -404,14 +470,12 @@ fn make_bind(root: &OwnedFd, b: &PreBind, owner: (u32, u32)) -> Result<()> {
         // mount point already resolved: a read-only one is never writable, and no second
         // lookup could land the remount on another mount.
         let made = match &b.idmap {
-            None => {
-                crate::sys::mountapi::bind_at(&b.real, &target, b.recursive, mount_attr(b.flags))
-            }
+            None => crate::sys::mountapi::bind_at(&real, &target, b.recursive, mount_attr(b.flags)),
             Some(idmap) => {
                 let userns = idmap_userns(&idmap.from)
                     .map_err(|e| io_errno(ctx("user namespace of the id mapping"), e))?;
                 crate::sys::mountapi::idmapped_bind_at(
-                    &b.real,
+                    &real,
                     &target,
                     (b.recursive, idmap.recursive),
                     &userns,

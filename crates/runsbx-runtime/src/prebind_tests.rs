@@ -76,6 +76,9 @@ fn only_unreachable_plain_binds_in_a_user_namespace() {
         vec![
             (1, "/p/file", false, false, nn),
             (2, "/p/dir", true, false, nn),
+            // Reachable, but listed before an idmapped bind (6), which
+            // runsbx makes before libcontainer: made in order with it.
+            (3, "/o/file", false, false, nn),
             // Read-write, as runc makes it (it opens the source first).
             (4, "/rw", true, true, MsFlags::empty()),
             // idmapped (the container's mapping): made by runsbx whatever
@@ -235,6 +238,7 @@ fn an_idmapped_bind_under_an_earlier_mount_is_refused() {
     assert_eq!(
         err.to_string(),
         "config.json: mounts[1] (/tmp/x): an idmapped bind under mounts[0] (/tmp) is not supported: runsbx \
-         makes idmapped binds before the other mounts; list it first"
+         makes idmapped binds (and the plain binds before them) before the other mounts; list it \
+         first"
     );
 }

@@ -197,12 +197,16 @@ pub fn apply(remounts: &[Remount]) -> Result<(), String> {
             )
         };
         let mut clear = r.clear | r.clear_unlocked;
-        if clear != 0 {
+        if clear != 0 || r.propagation != 0 {
             // Stops: clearing a bind's flags on another mount (a later
             // mount of the list covering the bind's destination, a symlink
-            // there): only the mount whose root the path is.
-            if !is_mount_root(&r.destination).map_err(failed)? {
-                continue;
+            // there): only the mount whose root the path is. A bind a later
+            // mount hid is left as it is, as runc leaves it.
+            match is_mount_root(&r.destination) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+                Err(e) => return Err(failed(e)),
             }
         }
         let attr = |clear| (r.attr, clear, r.propagation);
