@@ -466,9 +466,13 @@ fn check_refuses_what_create_refuses() {
             "not a directory".into(),
         ),
         (
-            "reldest",
-            Box::new(|c, _| c["mounts"][0]["destination"] = "proc".into()),
-            "mounts[0].destination".into(),
+            "idmap",
+            Box::new(|c, _| {
+                c["mounts"].as_array_mut().unwrap().push(json!(
+                    {"destination": "/m", "source": "/tmp", "options": ["bind", "idmap"]}
+                ))
+            }),
+            "idmap without uidMappings and gidMappings".into(),
         ),
         (
             "index6",
