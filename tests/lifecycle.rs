@@ -622,6 +622,38 @@ fn exec_into_a_created_container() {
     env.ok(&["delete", "--force", &id]);
 }
 
+/// The workload starts with SIGPIPE at its default, as under runc, though
+/// runsbx itself (a Rust program) ignores it: an ignored signal stays
+/// ignored across exec, and a pipeline's writer would see EPIPE instead of
+/// ending. A signal its caller ignores (`nohup`: SIGHUP) stays ignored.
+#[test]
+fn the_workload_starts_with_sigpipe_at_its_default() {
+    let env = Env::new();
+    let b = env.bundle("b", &["grep", "SigIgn", "/proc/self/status"]);
+    let ignored = |out: &str| {
+        let hex = out
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_else(|| panic!("{out}"));
+        u64::from_str_radix(hex, 16).unwrap()
+    };
+    let out = env.ok(&["run", "--bundle", b.path(), &unique_id("sigpipe")]);
+    assert_eq!(ignored(&out) & (1 << (libc::SIGPIPE - 1)), 0, "{out}");
+    let mut cmd = Command::new("nohup");
+    cmd.arg(runsbx_bin())
+        .args([
+            "--root",
+            env.root.to_str().unwrap(),
+            "run",
+            "--bundle",
+            b.path(),
+        ])
+        .arg(unique_id("sighup"));
+    let out = env.run_cmd(&mut cmd);
+    let text = stdout_of(&out);
+    assert_ne!(ignored(&text) & (1 << (libc::SIGHUP - 1)), 0, "{text}");
+}
+
 #[test]
 fn kill_signals_and_state() {
     let env = Env::new();

@@ -351,6 +351,10 @@ impl Steps for Kernel {
         hooks.run()
     }
     fn exec(&mut self, path: &CString, args: &[CString]) -> String {
+        // The Rust runtime ignores SIGPIPE in runsbx, and an ignored signal
+        // stays ignored across exec: the workload gets the default, as
+        // under runc (a pipeline's writer ends instead of seeing EPIPE).
+        crate::sys::fds::default_sigpipe();
         nix::unistd::execv(path, args)
             .unwrap_err()
             .desc()
