@@ -80,7 +80,14 @@ impl Bundle {
         }
         let unknown = facts::unknown_capabilities(&raw);
         if !unknown.is_empty() {
-            tracing::warn!("ignoring unknown or unavailable capabilities: {unknown:?}");
+            // runc's words and list form, which tools (youki's contest)
+            // compare: each name once, sorted, unquoted.
+            let names: std::collections::BTreeSet<&str> = unknown.into_iter().collect();
+            let names: Vec<&str> = names.into_iter().collect();
+            tracing::warn!(
+                "ignoring unknown or unavailable capabilities: [{}]",
+                names.join(" ")
+            );
         }
         let spec = match Spec::deserialize(read.as_ref().unwrap_or(&raw)) {
             Ok(spec) => spec,
