@@ -480,14 +480,13 @@ pub(crate) fn is_unified() -> bool {
 /// at the container's path; so does runsbx (`join_hybrid`, `hybrid_procs`),
 /// and its delete removes them (`dirs_in_every_hierarchy` lists them).
 fn hybrid_roots() -> Vec<PathBuf> {
-    use libcgroups::common::{get_cgroup_setup, CgroupSetup, DEFAULT_CGROUP_ROOT};
-    if !matches!(
-        get_cgroup_setup(),
-        Ok(CgroupSetup::Legacy | CgroupSetup::Hybrid)
-    ) {
+    let root = Path::new(libcgroups::common::DEFAULT_CGROUP_ROOT);
+    // A cgroup2 root (a v2-only host) has cgroup.procs itself; a v1 host's
+    // is a tmpfs of hierarchies. Two stats, not libcgroups' mountinfo scan:
+    // this runs on every create and delete.
+    if root.join("cgroup.procs").exists() {
         return Vec::new();
     }
-    let root = Path::new(DEFAULT_CGROUP_ROOT);
     ["unified", "systemd"]
         .iter()
         .map(|name| root.join(name))
