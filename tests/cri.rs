@@ -415,7 +415,7 @@ fn one_pod(node: &Node, n: usize) {
     } else {
         format!("pod-{n}\n{}/24\n", node.pod_ip(&pod))
     };
-    let log = node.log(&pod, &id);
+    let log = node.log_after_exit(&pod, &id);
     assert_eq!((st.exit_code, log.as_str()), (0, want.as_str()), "pod {n}");
     node.end(&pod, &id);
 }

@@ -390,6 +390,24 @@ impl Node {
             .collect()
     }
 
+    /// `log` of an exited container, once containerd has written it:
+    /// its CRI plugin copies the container's output to the file on its own
+    /// schedule, and under load can report the exit before the last lines
+    /// land. Waits (up to 5 s) for the file to hold something and stay the
+    /// same for 100 ms.
+    pub fn log_after_exit(&self, pod: &Pod, id: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut last = self.log(pod, id);
+        loop {
+            std::thread::sleep(Duration::from_millis(100));
+            let now = self.log(pod, id);
+            if (!now.is_empty() && now == last) || Instant::now() > deadline {
+                return now;
+            }
+            last = now;
+        }
+    }
+
     pub fn stop(&self, id: &str, timeout: i64) {
         call!(
             self.cri,
