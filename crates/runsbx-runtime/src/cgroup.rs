@@ -553,6 +553,15 @@ pub(crate) fn controller_procs(
     };
     let mut out = Vec::new();
     for (ctl, sub) in per_controller {
+        // Stops: the process placed in a cgroup outside the container's
+        // (`..`, an absolute path), where its limits, freeze and kill
+        // --all would not reach it, by a caller other than the CLI's parser.
+        if sub.split('/').any(|p| p == "..") || Path::new(sub).is_absolute() {
+            return Err(bad(
+                ctl,
+                format!("{sub}: not a sub cgroup path (it would leave the container's cgroup)"),
+            ));
+        }
         // Stops: a controller name that walks out of /sys/fs/cgroup.
         let known = !ctl.contains('/') && ctl != "." && ctl != ".." && root.join(ctl).is_dir();
         if !known || matches!(ctl.as_str(), "unified" | "systemd") {

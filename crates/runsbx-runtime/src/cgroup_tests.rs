@@ -123,3 +123,16 @@ fn frozen_reads_from_both_freezers() {
     assert!(is_frozen("populated 1\nfrozen 1\n"));
     assert!(!is_frozen("populated 0\nfrozen 0\n"));
 }
+
+/// `exec --cgroup CONTROLLER:PATH` from a library caller, past the CLI's
+/// parser: a path out of the container's cgroup is refused before any file
+/// is opened.
+#[test]
+fn a_controller_path_out_of_the_containers_cgroup_is_refused() {
+    for sub in ["..", "a/../../b", "/abs"] {
+        let err = controller_procs(Path::new("/c"), &[("pids".into(), sub.into())])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not a sub cgroup path"), "{sub}: {err}");
+    }
+}

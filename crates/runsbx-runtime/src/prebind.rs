@@ -293,14 +293,18 @@ pub fn plan(spec: &Spec, bundle_dir: &Path) -> Vec<PreBind> {
             .options()
             .as_ref()
             .is_some_and(|o| o.iter().any(|x| x == "rbind"));
+        // Unresolved: under the rootfs (the match above), found there later.
+        let in_rootfs = match &real {
+            Some(_) => None,
+            None => rootfs
+                .as_deref()
+                .and_then(|r| source.strip_prefix(r).ok())
+                .map(Path::to_path_buf),
+        };
         out.push(PreBind {
             index,
             real: real.unwrap_or_else(|| source.clone()),
-            in_rootfs: source
-                .strip_prefix(rootfs.as_deref().unwrap_or(Path::new("/nonexistent")))
-                .ok()
-                .filter(|_| !source.exists())
-                .map(Path::to_path_buf),
+            in_rootfs,
             source,
             is_dir,
             destination: dest,
